@@ -1,0 +1,2 @@
+//! `shortlink`: client and operator CLI.
+fn main() {}
