@@ -22,7 +22,8 @@ pub trait Blocklist {
 /// [`DomainBlocklist`] for thousands.
 impl<S: AsRef<str>> Blocklist for [S] {
     fn is_blocked(&self, host: &str) -> bool {
-        self.iter().any(|domain| domain_covers(domain.as_ref(), host))
+        self.iter()
+            .any(|domain| domain_covers(domain.as_ref(), host))
     }
 }
 
@@ -101,11 +102,12 @@ impl Blocklist for DomainBlocklist {
         if self.domains.is_empty() {
             return false;
         }
-        let host: Cow<'_, str> = if host.ends_with('.') || host.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(normalize_host(host))
-        } else {
-            Cow::Borrowed(host)
-        };
+        let host: Cow<'_, str> =
+            if host.ends_with('.') || host.bytes().any(|b| b.is_ascii_uppercase()) {
+                Cow::Owned(normalize_host(host))
+            } else {
+                Cow::Borrowed(host)
+            };
         let mut suffix: &str = &host;
         loop {
             if self.domains.contains(suffix) {
@@ -140,10 +142,22 @@ mod tests {
     use super::*;
 
     fn check(list: &dyn Blocklist) {
-        for host in ["blocked.example.net", "a.b.blocked.example.net", "BLOCKED.Example.Net", "blocked.example.net."] {
+        for host in [
+            "blocked.example.net",
+            "a.b.blocked.example.net",
+            "BLOCKED.Example.Net",
+            "blocked.example.net.",
+        ] {
             assert!(list.is_blocked(host), "{host} should be blocked");
         }
-        for host in ["notblocked.example.net", "example.net", "blocked.example.network", "net", "", "."] {
+        for host in [
+            "notblocked.example.net",
+            "example.net",
+            "blocked.example.network",
+            "net",
+            "",
+            ".",
+        ] {
             assert!(!list.is_blocked(host), "{host} should not be blocked");
         }
     }

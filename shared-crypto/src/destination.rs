@@ -86,8 +86,15 @@ impl Destination {
     }
 
     /// Fails with [`DestinationError::Blocked`] when the host or one of its parent domains is listed.
-    pub fn check_blocklist<B: Blocklist + ?Sized>(&self, blocklist: &B) -> Result<(), DestinationError> {
-        if blocklist.is_blocked(&self.host) { Err(DestinationError::Blocked) } else { Ok(()) }
+    pub fn check_blocklist<B: Blocklist + ?Sized>(
+        &self,
+        blocklist: &B,
+    ) -> Result<(), DestinationError> {
+        if blocklist.is_blocked(&self.host) {
+            Err(DestinationError::Blocked)
+        } else {
+            Ok(())
+        }
     }
 
     /// The URL, exactly as given.
@@ -159,17 +166,25 @@ pub fn append_back_param(url: &str, back_param: &str) -> String {
 /// their `xn--` form.
 pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
     let (_, rest) = split_scheme(url).ok_or(DestinationError::Scheme)?;
-    let rest = rest.strip_prefix("//").ok_or(DestinationError::Invalid("missing //host"))?;
+    let rest = rest
+        .strip_prefix("//")
+        .ok_or(DestinationError::Invalid("missing //host"))?;
     let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
     let host_port = match authority.rfind('@') {
         Some(at) => &authority[at + 1..],
         None => authority,
     };
     let (host, port) = if host_port.starts_with('[') {
-        let end = host_port.find(']').ok_or(DestinationError::Invalid("unterminated IPv6 host"))?;
+        let end = host_port
+            .find(']')
+            .ok_or(DestinationError::Invalid("unterminated IPv6 host"))?;
         let (host, after) = host_port.split_at(end + 1);
         let inner = &host[1..host.len() - 1];
-        if inner.is_empty() || !inner.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+        if inner.is_empty()
+            || !inner
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
             return Err(DestinationError::Invalid("bad IPv6 host"));
         }
         match after {
@@ -187,14 +202,19 @@ pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
     };
     if let Some(port) = port {
         // An empty port means the default (https://host:/ is valid); otherwise digits within u16.
-        if !port.is_empty() && (!port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err()) {
+        if !port.is_empty()
+            && (!port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err())
+        {
             return Err(DestinationError::Invalid("bad port"));
         }
     }
     if host.is_empty() {
         return Err(DestinationError::Invalid("missing host"));
     }
-    if !host.starts_with('[') && !host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+    if !host.starts_with('[')
+        && !host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
     {
         return Err(DestinationError::Invalid("bad host character"));
     }
@@ -211,7 +231,8 @@ fn split_scheme(url: &str) -> Option<(&str, &str)> {
     let (scheme, rest) = url.split_once(':')?;
     let mut bytes = scheme.bytes();
     let first_is_alpha = bytes.next().is_some_and(|b| b.is_ascii_alphabetic());
-    if first_is_alpha && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')) {
+    if first_is_alpha && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    {
         Some((scheme, rest))
     } else {
         None
@@ -250,8 +271,14 @@ mod tests {
             ("https://dest.example.org", "dest.example.org"),
             ("https://dest.example.org?q=1", "dest.example.org"),
             ("https://dest.example.org#f", "dest.example.org"),
-            ("https://user:pw@dest.example.org:8443/x", "dest.example.org"),
-            ("https://evil.com@blocked.example.net/", "blocked.example.net"),
+            (
+                "https://user:pw@dest.example.org:8443/x",
+                "dest.example.org",
+            ),
+            (
+                "https://evil.com@blocked.example.net/",
+                "blocked.example.net",
+            ),
             ("https://blocked.example.net@evil.com/", "evil.com"),
             ("https://a@b@evil.com/", "evil.com"),
             ("https://evil.com\\@blocked.example.net/", "evil.com"),
@@ -287,12 +314,36 @@ mod tests {
     fn parse_requires_https() {
         assert!(parse_destination("https://a.example/").is_ok());
         assert!(parse_destination("HTTPS://a.example/").is_ok());
-        for url in ["http://a.example/", "ftp://a.example/", "javascript:alert(1)", "a.example/x", "", "//a.example/"] {
-            assert_eq!(parse_destination(url).unwrap_err(), DestinationError::Scheme, "{url}");
+        for url in [
+            "http://a.example/",
+            "ftp://a.example/",
+            "javascript:alert(1)",
+            "a.example/x",
+            "",
+            "//a.example/",
+        ] {
+            assert_eq!(
+                parse_destination(url).unwrap_err(),
+                DestinationError::Scheme,
+                "{url}"
+            );
         }
-        assert_eq!(parse_destination("https://a.example/\r\nx").unwrap_err().code(), "invalid");
-        assert_eq!(parse_destination("https://blocked.exa\tmple.net/").unwrap_err().code(), "invalid");
-        assert_eq!(parse_destination("https://./").unwrap_err().code(), "invalid");
+        assert_eq!(
+            parse_destination("https://a.example/\r\nx")
+                .unwrap_err()
+                .code(),
+            "invalid"
+        );
+        assert_eq!(
+            parse_destination("https://blocked.exa\tmple.net/")
+                .unwrap_err()
+                .code(),
+            "invalid"
+        );
+        assert_eq!(
+            parse_destination("https://./").unwrap_err().code(),
+            "invalid"
+        );
     }
 
     #[test]
@@ -309,7 +360,10 @@ mod tests {
         let at_limit = format!("{prefix}{}", "a".repeat(MAX_URL_LEN - prefix.len()));
         assert!(parse_destination(&at_limit).is_ok());
         let over = format!("{at_limit}a");
-        assert_eq!(parse_destination(&over).unwrap_err(), DestinationError::TooLong { len: 2049 });
+        assert_eq!(
+            parse_destination(&over).unwrap_err(),
+            DestinationError::TooLong { len: 2049 }
+        );
         // 2048 characters but more bytes.
         let unicode = format!("{prefix}{}", "é".repeat(MAX_URL_LEN - prefix.len()));
         assert!(parse_destination(&unicode).is_ok());
@@ -328,14 +382,34 @@ mod tests {
     #[test]
     fn back_param_separators() {
         let cases = [
-            ("https://d.org/path", "utm=1&x=y", "https://d.org/path?utm=1&x=y"),
-            ("https://d.org/path?a=1", "b=2", "https://d.org/path?a=1&b=2"),
-            ("https://d.org/path#top", "b=2", "https://d.org/path?b=2#top"),
-            ("https://d.org/path?a=1#top", "b=2", "https://d.org/path?a=1&b=2#top"),
+            (
+                "https://d.org/path",
+                "utm=1&x=y",
+                "https://d.org/path?utm=1&x=y",
+            ),
+            (
+                "https://d.org/path?a=1",
+                "b=2",
+                "https://d.org/path?a=1&b=2",
+            ),
+            (
+                "https://d.org/path#top",
+                "b=2",
+                "https://d.org/path?b=2#top",
+            ),
+            (
+                "https://d.org/path?a=1#top",
+                "b=2",
+                "https://d.org/path?a=1&b=2#top",
+            ),
             ("https://d.org/path", "&b=2", "https://d.org/path?b=2"),
             ("https://d.org/path", "?b=2", "https://d.org/path?b=2"),
             ("https://d.org/path?", "b=2", "https://d.org/path?b=2"),
-            ("https://d.org/path?a=1&", "b=2", "https://d.org/path?a=1&b=2"),
+            (
+                "https://d.org/path?a=1&",
+                "b=2",
+                "https://d.org/path?a=1&b=2",
+            ),
             ("https://d.org/path?#f", "b=2", "https://d.org/path?b=2#f"),
             ("https://d.org/path", "", "https://d.org/path"),
             ("https://d.org/path", "?&", "https://d.org/path"),
@@ -350,11 +424,26 @@ mod tests {
     fn dynamic_rules() {
         let ok = |d: &str, b: Option<&str>| resolve_dynamic(d, b, BLOCKED);
         assert_eq!(ok("http://d.org/x", None).unwrap(), "https://d.org/x");
-        assert_eq!(ok("https://notblocked.example.net/x", None).unwrap(), "https://notblocked.example.net/x");
-        assert_eq!(ok("https://blocked.example.net/x", None), Err(DestinationError::Blocked));
-        assert_eq!(ok("http://a.b.BLOCKED.example.net./x", None), Err(DestinationError::Blocked));
-        assert_eq!(ok("https://blocked.example.net:8443/", None), Err(DestinationError::Blocked));
-        assert_eq!(ok("https://evil.com@blocked.example.net/", None), Err(DestinationError::Blocked));
+        assert_eq!(
+            ok("https://notblocked.example.net/x", None).unwrap(),
+            "https://notblocked.example.net/x"
+        );
+        assert_eq!(
+            ok("https://blocked.example.net/x", None),
+            Err(DestinationError::Blocked)
+        );
+        assert_eq!(
+            ok("http://a.b.BLOCKED.example.net./x", None),
+            Err(DestinationError::Blocked)
+        );
+        assert_eq!(
+            ok("https://blocked.example.net:8443/", None),
+            Err(DestinationError::Blocked)
+        );
+        assert_eq!(
+            ok("https://evil.com@blocked.example.net/", None),
+            Err(DestinationError::Blocked)
+        );
         assert!(ok("https://blocked.example.net@evil.com/", None).is_ok());
         assert_eq!(ok("ftp://d.org/", None), Err(DestinationError::Scheme));
         // The host is taken from the final URL.
@@ -366,11 +455,23 @@ mod tests {
         let prefix = "https://d.org/";
         let dest = format!("{prefix}{}", "a".repeat(MAX_URL_LEN - prefix.len() - 4));
         // "?b=2" brings it to exactly 2048.
-        assert_eq!(resolve_dynamic(&dest, Some("b=2"), BLOCKED).unwrap().len(), 2048);
-        assert_eq!(resolve_dynamic(&dest, Some("b=22"), BLOCKED), Err(DestinationError::TooLong { len: 2049 }));
+        assert_eq!(
+            resolve_dynamic(&dest, Some("b=2"), BLOCKED).unwrap().len(),
+            2048
+        );
+        assert_eq!(
+            resolve_dynamic(&dest, Some("b=22"), BLOCKED),
+            Err(DestinationError::TooLong { len: 2049 })
+        );
         // http upgrade adds a character.
-        let http = format!("http://d.org/{}", "a".repeat(MAX_URL_LEN - prefix.len() + 1));
+        let http = format!(
+            "http://d.org/{}",
+            "a".repeat(MAX_URL_LEN - prefix.len() + 1)
+        );
         assert_eq!(http.len(), 2048);
-        assert_eq!(resolve_dynamic(&http, None, BLOCKED), Err(DestinationError::TooLong { len: 2049 }));
+        assert_eq!(
+            resolve_dynamic(&http, None, BLOCKED),
+            Err(DestinationError::TooLong { len: 2049 })
+        );
     }
 }

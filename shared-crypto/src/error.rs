@@ -74,7 +74,9 @@ pub struct PayloadError {
 impl PayloadError {
     pub(crate) fn from_json(err: &serde_json::Error) -> Self {
         use alloc::string::ToString;
-        PayloadError { message: err.to_string() }
+        PayloadError {
+            message: err.to_string(),
+        }
     }
 
     /// The JSON parser's description of the problem.

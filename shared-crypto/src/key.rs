@@ -20,7 +20,7 @@ pub enum KeyError {
     #[error("group key is not base64url")]
     Base64,
     /// Decoded to the wrong number of bytes.
-    #[error("group key decodes to {len} bytes; expected 32")]
+    #[error("group key decodes to {len} bytes; expected 32 bytes")]
     Length {
         /// Decoded length in bytes.
         len: usize,
@@ -40,8 +40,10 @@ impl GroupKey {
     pub fn from_base64url(s: &str) -> Result<Self, KeyError> {
         let s = s.trim().trim_end_matches('=');
         let bytes = URL_SAFE_NO_PAD.decode(s).map_err(|_| KeyError::Base64)?;
-        let bytes: [u8; KEY_LEN] =
-            bytes.as_slice().try_into().map_err(|_| KeyError::Length { len: bytes.len() })?;
+        let bytes: [u8; KEY_LEN] = bytes
+            .as_slice()
+            .try_into()
+            .map_err(|_| KeyError::Length { len: bytes.len() })?;
         Ok(GroupKey(bytes))
     }
 
@@ -86,24 +88,42 @@ mod tests {
         let s = key.to_base64url();
         assert_eq!(s.len(), 43);
         assert!(!s.contains(['+', '/', '=']));
-        assert_eq!(GroupKey::from_base64url(&s).unwrap().as_bytes(), key.as_bytes());
+        assert_eq!(
+            GroupKey::from_base64url(&s).unwrap().as_bytes(),
+            key.as_bytes()
+        );
     }
 
     #[test]
     fn accepts_padding_and_whitespace() {
         let s = GroupKey::from_bytes([1; 32]).to_base64url();
         let padded = format!(" {s}=\n");
-        assert_eq!(GroupKey::from_base64url(&padded).unwrap().as_bytes(), &[1; 32]);
+        assert_eq!(
+            GroupKey::from_base64url(&padded).unwrap().as_bytes(),
+            &[1; 32]
+        );
     }
 
     #[test]
     fn rejects_bad_keys() {
-        assert_eq!(GroupKey::from_base64url("").unwrap_err(), KeyError::Length { len: 0 });
-        assert_eq!(GroupKey::from_base64url("AAAA").unwrap_err(), KeyError::Length { len: 3 });
-        assert_eq!(GroupKey::from_base64url("not base64!").unwrap_err(), KeyError::Base64);
+        assert_eq!(
+            GroupKey::from_base64url("").unwrap_err(),
+            KeyError::Length { len: 0 }
+        );
+        assert_eq!(
+            GroupKey::from_base64url("AAAA").unwrap_err(),
+            KeyError::Length { len: 3 }
+        );
+        assert_eq!(
+            GroupKey::from_base64url("not base64!").unwrap_err(),
+            KeyError::Base64
+        );
         // Standard alphabet is not base64url.
         let std_alphabet = "+".repeat(43);
-        assert_eq!(GroupKey::from_base64url(&std_alphabet).unwrap_err(), KeyError::Base64);
+        assert_eq!(
+            GroupKey::from_base64url(&std_alphabet).unwrap_err(),
+            KeyError::Base64
+        );
     }
 
     #[test]

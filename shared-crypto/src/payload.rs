@@ -28,7 +28,11 @@ pub struct Payload {
 impl Payload {
     /// A payload with only a destination.
     pub fn new(destination_url: impl Into<String>) -> Self {
-        Payload { destination_url: destination_url.into(), back_param: None, expires_at: None }
+        Payload {
+            destination_url: destination_url.into(),
+            back_param: None,
+            expires_at: None,
+        }
     }
 
     /// Compact JSON, UTF-8 (spec 4.7 step 1).
@@ -49,12 +53,19 @@ impl Payload {
 
     /// Applies the destination rules and returns the final redirect URL: `http://` upgraded, `back_param`
     /// appended, then the final URL checked (https, at most 2048 characters, valid host, not blocked).
-    pub fn resolve_destination<B: Blocklist + ?Sized>(&self, blocklist: &B) -> Result<String, DestinationError> {
+    pub fn resolve_destination<B: Blocklist + ?Sized>(
+        &self,
+        blocklist: &B,
+    ) -> Result<String, DestinationError> {
         resolve_dynamic(&self.destination_url, self.back_param.as_deref(), blocklist)
     }
 
     /// Applies the destination rules, then the expiry, and returns the final redirect URL.
-    pub fn redirect_url<B: Blocklist + ?Sized>(&self, now: i64, blocklist: &B) -> Result<String, TokenError> {
+    pub fn redirect_url<B: Blocklist + ?Sized>(
+        &self,
+        now: i64,
+        blocklist: &B,
+    ) -> Result<String, TokenError> {
         let url = self.resolve_destination(blocklist)?;
         match self.expires_at {
             Some(expires_at) if now >= expires_at => Err(TokenError::Expired { expires_at, now }),
@@ -84,7 +95,10 @@ mod tests {
 
     #[test]
     fn reading() {
-        let p = Payload::from_json(br#"{"destination_url":"https://d.org/","extra":[1],"back_param":null}"#).unwrap();
+        let p = Payload::from_json(
+            br#"{"destination_url":"https://d.org/","extra":[1],"back_param":null}"#,
+        )
+        .unwrap();
         assert_eq!(p, Payload::new("https://d.org/"));
         for bad in [
             &b"hello"[..],
@@ -96,7 +110,11 @@ mod tests {
             br#"{"destination_url":"https://d.org/","expires_at":"1800000000"}"#,
             b"{\"destination_url\":\"https://d.org/\xff\"}",
         ] {
-            assert!(Payload::from_json(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                Payload::from_json(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
@@ -106,7 +124,13 @@ mod tests {
         p.expires_at = Some(100);
         let none: &[&str] = &[];
         assert!(p.redirect_url(99, none).is_ok());
-        assert_eq!(p.redirect_url(100, none), Err(TokenError::Expired { expires_at: 100, now: 100 }));
+        assert_eq!(
+            p.redirect_url(100, none),
+            Err(TokenError::Expired {
+                expires_at: 100,
+                now: 100
+            })
+        );
         assert_eq!(p.redirect_url(101, none).unwrap_err().reason(), "expired");
         assert!(!p.is_expired(99));
         assert!(p.is_expired(100));

@@ -42,7 +42,9 @@ impl TokenCipher {
     /// A cipher for the group's key.
     pub fn new(key: &GroupKey) -> Self {
         let key = Key::<Aes256Gcm>::from(*key.as_bytes());
-        TokenCipher { aead: Aes256Gcm::new(&key) }
+        TokenCipher {
+            aead: Aes256Gcm::new(&key),
+        }
     }
 
     /// Encrypts `payload` as a token with the given IV.
@@ -85,7 +87,9 @@ impl TokenCipher {
     /// The token must be unpadded base64url: `=` padding is rejected ([`SignatureError::Base64`]) because
     /// spec 4.7 forbids it, and a token that reaches us padded was not built to spec.
     pub fn open_plaintext(&self, token: &str) -> Result<Vec<u8>, SignatureError> {
-        let mut raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| SignatureError::Base64)?;
+        let mut raw = URL_SAFE_NO_PAD
+            .decode(token)
+            .map_err(|_| SignatureError::Base64)?;
         if raw.len() < HEADER_LEN + TAG_LEN {
             return Err(SignatureError::Length { len: raw.len() });
         }
@@ -115,7 +119,12 @@ impl TokenCipher {
     /// Evaluates a token as the redirect does (spec 4.5): decrypt, parse the payload, apply the destination rules
     /// (`http` upgraded, `back_param` appended, https, ≤ 2048 characters, not blocked), then the expiry
     /// (`now >= expires_at` is expired). Returns the final redirect URL.
-    pub fn evaluate<B: Blocklist + ?Sized>(&self, token: &str, now: i64, blocklist: &B) -> Result<String, TokenError> {
+    pub fn evaluate<B: Blocklist + ?Sized>(
+        &self,
+        token: &str,
+        now: i64,
+        blocklist: &B,
+    ) -> Result<String, TokenError> {
         self.open(token)?.redirect_url(now, blocklist)
     }
 
@@ -128,7 +137,10 @@ impl TokenCipher {
     ) -> Result<Evaluation, TokenError> {
         let payload = self.open(token)?;
         let redirect_to = payload.redirect_url(now, blocklist)?;
-        Ok(Evaluation { payload, redirect_to })
+        Ok(Evaluation {
+            payload,
+            redirect_to,
+        })
     }
 }
 
@@ -202,7 +214,10 @@ mod tests {
     fn wrong_key() {
         let token = cipher().seal(&payload(), [1; 12]);
         let other = TokenCipher::new(&GroupKey::from_bytes([0x43; 32]));
-        assert_eq!(other.open(&token), Err(TokenError::Signature(SignatureError::Decrypt)));
+        assert_eq!(
+            other.open(&token),
+            Err(TokenError::Signature(SignatureError::Decrypt))
+        );
     }
 
     #[test]
@@ -215,7 +230,11 @@ mod tests {
             let mut bytes = raw(&token);
             bytes[i] ^= 0x01;
             let err = c.open(&encode(&bytes)).unwrap_err();
-            let expected = if i == 0 { SignatureError::Version(0) } else { SignatureError::Decrypt };
+            let expected = if i == 0 {
+                SignatureError::Version(0)
+            } else {
+                SignatureError::Decrypt
+            };
             assert_eq!(err, TokenError::Signature(expected), "byte {i}");
             assert_eq!(err.reason(), "signature");
         }
@@ -224,7 +243,10 @@ mod tests {
     #[test]
     fn short_and_empty_input() {
         let c = cipher();
-        assert_eq!(c.open(""), Err(TokenError::Signature(SignatureError::Length { len: 0 })));
+        assert_eq!(
+            c.open(""),
+            Err(TokenError::Signature(SignatureError::Length { len: 0 }))
+        );
         let token = c.seal(&payload(), [1; 12]);
         let bytes = raw(&token);
         for cut in [1, 13, 28] {
@@ -234,8 +256,16 @@ mod tests {
             );
         }
         // Long enough, but the tag no longer matches.
-        assert_eq!(c.open(&encode(&bytes[..29])), Err(TokenError::Signature(SignatureError::Decrypt)));
-        assert_eq!(c.open(&encode(&bytes[..bytes.len() - 1])).unwrap_err().reason(), "signature");
+        assert_eq!(
+            c.open(&encode(&bytes[..29])),
+            Err(TokenError::Signature(SignatureError::Decrypt))
+        );
+        assert_eq!(
+            c.open(&encode(&bytes[..bytes.len() - 1]))
+                .unwrap_err()
+                .reason(),
+            "signature"
+        );
         // Empty plaintext is a valid seal but not a payload.
         let empty = c.seal_plaintext(b"", [1; 12]);
         assert_eq!(c.open_plaintext(&empty).unwrap(), b"");
@@ -248,7 +278,10 @@ mod tests {
         let mut bytes = raw(&c.seal(&payload(), [1; 12]));
         for v in [0x00, 0x02, 0xff] {
             bytes[0] = v;
-            assert_eq!(c.open(&encode(&bytes)), Err(TokenError::Signature(SignatureError::Version(v))));
+            assert_eq!(
+                c.open(&encode(&bytes)),
+                Err(TokenError::Signature(SignatureError::Version(v)))
+            );
         }
     }
 
@@ -260,10 +293,16 @@ mod tests {
         assert!(c.open(&token).is_ok());
         assert_ne!(token.len() % 4, 0);
         let padded = format!("{token}{}", "=".repeat((4 - token.len() % 4) % 4));
-        assert_eq!(c.open(&padded), Err(TokenError::Signature(SignatureError::Base64)));
+        assert_eq!(
+            c.open(&padded),
+            Err(TokenError::Signature(SignatureError::Base64))
+        );
         let standard = token.replace('-', "+").replace('_', "/");
         if standard != token {
-            assert_eq!(c.open(&standard), Err(TokenError::Signature(SignatureError::Base64)));
+            assert_eq!(
+                c.open(&standard),
+                Err(TokenError::Signature(SignatureError::Base64))
+            );
         }
         for junk in ["%%%***", " ", "AQ==", "A"] {
             assert_eq!(c.open(junk).unwrap_err().reason(), "signature", "{junk}");
@@ -277,19 +316,34 @@ mod tests {
 
         let mut p = payload();
         p.expires_at = Some(NOW);
-        assert_eq!(eval(&p), Err(TokenError::Expired { expires_at: NOW, now: NOW }));
+        assert_eq!(
+            eval(&p),
+            Err(TokenError::Expired {
+                expires_at: NOW,
+                now: NOW
+            })
+        );
         p.expires_at = Some(NOW + 1);
         assert!(eval(&p).is_ok());
 
         let p = Payload::new("https://a.blocked.example.net/");
-        assert_eq!(eval(&p), Err(TokenError::Destination(DestinationError::Blocked)));
+        assert_eq!(
+            eval(&p),
+            Err(TokenError::Destination(DestinationError::Blocked))
+        );
         let p = Payload::new("javascript:alert(1)");
         assert_eq!(eval(&p).unwrap_err().reason(), "destination");
 
         let not_json = c.seal_plaintext(b"hello", [3; 12]);
-        assert_eq!(c.evaluate(&not_json, NOW, BLOCKED).unwrap_err().reason(), "payload");
+        assert_eq!(
+            c.evaluate(&not_json, NOW, BLOCKED).unwrap_err().reason(),
+            "payload"
+        );
         let not_utf8 = c.seal_plaintext(b"{\"destination_url\":\"https://d.org/\xc3\"}", [3; 12]);
-        assert_eq!(c.evaluate(&not_utf8, NOW, BLOCKED).unwrap_err().reason(), "payload");
+        assert_eq!(
+            c.evaluate(&not_utf8, NOW, BLOCKED).unwrap_err().reason(),
+            "payload"
+        );
     }
 
     #[test]

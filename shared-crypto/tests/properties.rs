@@ -4,7 +4,8 @@
 
 use proptest::prelude::*;
 use shared_crypto::{
-    DomainBlocklist, GroupKey, Payload, TokenCipher, append_back_param, extract_host, parse_destination, upgrade_http,
+    DomainBlocklist, GroupKey, Payload, TokenCipher, append_back_param, extract_host,
+    parse_destination, upgrade_http,
 };
 
 const NOW: i64 = 1_800_000_000;
@@ -21,7 +22,16 @@ fn base64url(bytes: &[u8]) -> String {
 /// URL-ish strings, more likely than uniform noise to reach the deeper branches.
 fn url_like() -> impl Strategy<Value = String> {
     (
-        prop_oneof!["https://", "http://", "HTTPS://", "ftp://", "javascript:", "", "https:", "https:///"],
+        prop_oneof![
+            "https://",
+            "http://",
+            "HTTPS://",
+            "ftp://",
+            "javascript:",
+            "",
+            "https:",
+            "https:///"
+        ],
         "[a-zA-Z0-9@:._\\-\\[\\]%]{0,30}",
         "[/?#&=a-z0-9\\\\é]{0,40}",
     )
