@@ -1,0 +1,57 @@
+use super::{Db, StoreError};
+use crate::domain::{Hostname, Micros};
+use sqlx::Row;
+
+impl Db {
+    /// Adds a destination domain to the blocklist (idempotent). It blocks its subdomains too.
+    pub async fn block_domain(&self, domain: &Hostname) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO blocked_domains (domain, created_at) VALUES ($1, $2) ON CONFLICT (domain) DO NOTHING",
+        )
+        .bind(domain.as_str())
+        .bind(Micros::now().0)
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
+    /// True when `host` or one of its parent domains is blocked.
+    pub async fn is_host_blocked(&self, host: &str) -> Result<bool, StoreError> {
+        let candidates = parent_domains(host);
+        if candidates.is_empty() {
+            return Ok(false);
+        }
+        // At most ~127 labels; in practice 2 to 4 candidates, one indexed probe each.
+        for candidate in candidates {
+            let row = sqlx::query("SELECT domain FROM blocked_domains WHERE domain = $1")
+                .bind(candidate)
+                .fetch_optional(&self.read)
+                .await?;
+            if let Some(row) = row {
+                let _: String = row.try_get("domain")?;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// `a.b.example.com` → [`a.b.example.com`, `b.example.com`, `example.com`, `com`].
+fn parent_domains(host: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = host;
+    while !rest.is_empty() {
+        out.push(rest);
+        rest = rest.split_once('.').map(|(_, r)| r).unwrap_or_default();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parents() {
+        assert_eq!(super::parent_domains("a.b.com"), ["a.b.com", "b.com", "com"]);
+        assert!(super::parent_domains("").is_empty());
+    }
+}

@@ -1,0 +1,152 @@
+use super::{Db, StoreError, new_id};
+use crate::domain::{GroupSettings, Micros};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngCore;
+use sqlx::{Any, Row, Transaction};
+
+/// Longest group name we store.
+const MAX_NAME_LEN: usize = 100;
+
+/// A group as the operator CLI shows it (the key included: it is the group's signing secret,
+/// which the dashboard shows its owner so they can build dynamic links).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct GroupRow {
+    /// Group id.
+    pub id: String,
+    /// Human-readable name.
+    pub name: String,
+    /// base64url (no padding) 32-byte key for dynamic links.
+    pub key: String,
+}
+
+/// A fresh 32-byte group key, base64url without padding (spec 2).
+fn new_group_key() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+pub(super) async fn insert_group(
+    tx: &mut Transaction<'_, Any>,
+    id: &str,
+    account_id: &str,
+    name: &str,
+    settings: &GroupSettings,
+    now: i64,
+) -> Result<GroupRow, StoreError> {
+    let key = new_group_key();
+    sqlx::query(
+        "INSERT INTO groups (id, account_id, name, key, settings, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(id)
+    .bind(account_id)
+    .bind(name)
+    .bind(&key)
+    .bind(settings.to_json())
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(GroupRow { id: id.to_owned(), name: name.to_owned(), key })
+}
+
+fn check_name(name: &str) -> Result<&str, StoreError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
+        return Err(StoreError::Conflict(format!(
+            "a group name must be 1 to {MAX_NAME_LEN} characters"
+        )));
+    }
+    Ok(name)
+}
+
+impl Db {
+    /// Creates a group for an account.
+    pub async fn create_group(
+        &self,
+        account_id: &str,
+        name: &str,
+        settings: &GroupSettings,
+    ) -> Result<GroupRow, StoreError> {
+        let name = check_name(name)?;
+        let mut tx = self.write.begin().await?;
+        let exists = sqlx::query("SELECT id FROM accounts WHERE id = $1")
+            .bind(account_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound("account"));
+        }
+        let row = insert_group(&mut tx, &new_id(), account_id, name, settings, Micros::now().0).await?;
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    /// Replaces a group's settings.
+    pub async fn update_group_settings(
+        &self,
+        id: &str,
+        settings: &GroupSettings,
+    ) -> Result<GroupRow, StoreError> {
+        let mut tx = self.write.begin().await?;
+        let updated = sqlx::query("UPDATE groups SET settings = $1 WHERE id = $2")
+            .bind(settings.to_json())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound("group"));
+        }
+        let row = sqlx::query("SELECT id, name, key FROM groups WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(GroupRow { id: row.try_get("id")?, name: row.try_get("name")?, key: row.try_get("key")? })
+    }
+
+    /// Deletes a group. Its links move to the account's default group, so no link is lost;
+    /// the default group itself cannot be deleted. The key dies with the group: tokens made
+    /// with it stop working (spec 2).
+    pub async fn delete_group(&self, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.write.begin().await?;
+        let row = sqlx::query(
+            "SELECT a.default_group_id FROM groups g JOIN accounts a ON a.id = g.account_id WHERE g.id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound("group"))?;
+        let default_group: String = row.try_get("default_group_id")?;
+        if default_group == id {
+            return Err(StoreError::Conflict(
+                "the account's default group cannot be deleted".to_owned(),
+            ));
+        }
+        sqlx::query("UPDATE links SET group_id = $1 WHERE group_id = $2")
+            .bind(&default_group)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM groups WHERE id = $1").bind(id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The account's groups (id, name), sorted alphabetically by name, case-insensitively.
+    /// Sorted here rather than in SQL so both engines agree whatever their collation.
+    pub async fn list_groups(&self, account_id: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT id, name FROM groups WHERE account_id = $1")
+            .bind(account_id)
+            .fetch_all(&self.read)
+            .await?;
+        let mut groups = rows
+            .iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("name")?)))
+            .collect::<Result<Vec<(String, String)>, sqlx::Error>>()?;
+        groups.sort_by(|a, b| {
+            (a.1.to_lowercase(), &a.1, &a.0).cmp(&(b.1.to_lowercase(), &b.1, &b.0))
+        });
+        Ok(groups)
+    }
+}

@@ -1,0 +1,320 @@
+use super::{Db, StoreError, new_id};
+use crate::domain::{LongUrl, MatchMode, Micros, ShortCode, prefix_upper_bound};
+use sqlx::{Any, Row, Transaction};
+
+/// Successful creations allowed per key in any rolling window (spec 8).
+pub(crate) const RATE_LIMIT: u32 = 100;
+/// The window: one hour, in microseconds.
+const WINDOW_MICROS: i64 = 3_600 * 1_000_000;
+/// Attempts at a generated code before giving up (each collides with odds ~n/36^7).
+const GENERATE_ATTEMPTS: usize = 8;
+
+/// What create-link needs, already validated.
+#[derive(Debug, Clone)]
+pub struct CreateLink {
+    /// The authenticated key (the limit is per key).
+    pub key_id: String,
+    /// Its account.
+    pub account_id: String,
+    /// Destination.
+    pub long_url: LongUrl,
+    /// Requested alias, or None to generate one.
+    pub short_code: Option<ShortCode>,
+    /// Requested group (falls back to the default group when absent or not the caller's).
+    pub group_id: Option<String>,
+    /// Requested domain (falls back to a platform domain when absent or not usable).
+    pub domain_id: Option<String>,
+}
+
+/// The rate-limit state after a request, for the `X-RateLimit-*` headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitState {
+    /// Creations allowed per window.
+    pub limit: u32,
+    /// Creations left right now.
+    pub remaining: u32,
+    /// UNIX second at which the oldest counted creation leaves the window.
+    pub reset_at: i64,
+    /// Seconds until one more creation is allowed (0 when one is allowed now).
+    pub retry_after: i64,
+}
+
+/// A created link (spec 2 "Link (as created)").
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CreatedLink {
+    /// Link id.
+    pub id: String,
+    /// Stored (lowercase) alias.
+    pub short_code: String,
+    /// `https://<domain>/<short_code>`.
+    pub short_url: String,
+    /// The group it went to.
+    pub group_id: String,
+    /// The domain's hostname.
+    pub domain: String,
+    /// The domain's id.
+    pub domain_id: String,
+}
+
+/// A listed link (spec 2 "Link (as listed)").
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ListedLink {
+    /// Link id.
+    pub id: String,
+    /// Alias.
+    pub short_code: String,
+    /// Destination.
+    pub long_url: String,
+    /// Hostname it is served on.
+    pub domain: String,
+    /// Owning group.
+    pub group_id: String,
+    /// Redirects (true) or paused (false).
+    pub is_active: bool,
+    /// ISO 8601, microseconds, `Z`.
+    pub created_at: String,
+}
+
+/// One page of links and the count of all matches.
+#[derive(Debug, Clone)]
+pub struct LinkPage {
+    /// Links matching the query, ignoring pagination.
+    pub total: i64,
+    /// The page, newest first.
+    pub results: Vec<ListedLink>,
+}
+
+fn round_up_seconds(micros: i64) -> i64 {
+    (micros + 999_999).div_euclid(1_000_000)
+}
+
+impl Db {
+    /// Creates a link under the key's rate limit, all in one transaction: the limit, the
+    /// insert and the counters commit together or not at all.
+    pub async fn create_link(&self, req: &CreateLink) -> Result<(CreatedLink, RateLimitState), StoreError> {
+        let attempts = if req.short_code.is_some() { 1 } else { GENERATE_ATTEMPTS };
+        for _ in 0..attempts {
+            let code = req.short_code.clone().unwrap_or_else(ShortCode::generate);
+            match self.try_create_link(req, &code).await {
+                // A generated code collided: draw another. A requested one is the client's.
+                Err(StoreError::ShortCodeExists) if req.short_code.is_none() => continue,
+                result => return result,
+            }
+        }
+        Err(StoreError::Conflict("could not generate a unique short code".to_owned()))
+    }
+
+    async fn try_create_link(
+        &self,
+        req: &CreateLink,
+        code: &ShortCode,
+    ) -> Result<(CreatedLink, RateLimitState), StoreError> {
+        let now = Micros::now().0;
+        let mut tx = self.write.begin().await?;
+        // Writing to the key row first takes SQLite's write lock / PostgreSQL's row lock, so
+        // concurrent creations with one key are serialised and the count below is exact.
+        let touched = sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(&req.key_id)
+            .execute(&mut *tx)
+            .await?;
+        if touched.rows_affected() == 0 {
+            return Err(StoreError::NotFound("api key"));
+        }
+        let limit = rate_window(&mut tx, &req.key_id, now).await?;
+        if limit.remaining == 0 {
+            return Err(StoreError::RateLimited(limit));
+        }
+        let group_id = resolve_group(&mut tx, &req.account_id, req.group_id.as_deref()).await?;
+        let (domain_id, host) = resolve_domain(&mut tx, &req.account_id, req.domain_id.as_deref()).await?;
+        let id = new_id();
+        let inserted = sqlx::query(
+            "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, 1, $7)",
+        )
+        .bind(&id)
+        .bind(&req.account_id)
+        .bind(&group_id)
+        .bind(&domain_id)
+        .bind(code.as_str())
+        .bind(req.long_url.as_str())
+        .bind(now)
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Err(e) if super::is_unique_violation(&e) => return Err(StoreError::ShortCodeExists),
+            r => r?,
+        };
+        sqlx::query("INSERT INTO link_creations (key_id, created_at) VALUES ($1, $2)")
+            .bind(&req.key_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE accounts SET link_count = link_count + 1 WHERE id = $1")
+            .bind(&req.account_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let state = RateLimitState {
+            remaining: limit.remaining - 1,
+            // With nothing counted before, this creation is the oldest in the window.
+            reset_at: if limit.remaining == RATE_LIMIT { round_up_seconds(now + WINDOW_MICROS) } else { limit.reset_at },
+            ..limit
+        };
+        let link = CreatedLink {
+            short_url: format!("https://{host}/{}", code.as_str()),
+            short_code: code.as_str().to_owned(),
+            id,
+            group_id,
+            domain: host,
+            domain_id,
+        };
+        Ok((link, state))
+    }
+
+    /// A page of the account's links, newest first, with the total of all matches.
+    pub async fn list_links(
+        &self,
+        account_id: &str,
+        limit: u32,
+        offset: u64,
+        filter: Option<(&str, MatchMode)>,
+    ) -> Result<LinkPage, StoreError> {
+        // One read transaction, so the total and the page come from the same snapshot.
+        let mut tx = self.read.begin().await?;
+        let (condition, bound) = match filter {
+            None => (String::new(), None),
+            Some((_, MatchMode::Exact)) => (" AND long_url = $2".to_owned(), None),
+            Some((prefix, MatchMode::StartsWith)) => match prefix_upper_bound(prefix) {
+                Some(upper) => (" AND long_url >= $2 AND long_url < $3".to_owned(), Some(upper)),
+                None => (" AND long_url >= $2".to_owned(), None),
+            },
+        };
+        let value = filter.map(|(v, _)| v);
+        let total: i64 = if filter.is_none() {
+            // The counter kept by create_link: one row instead of a count over the account.
+            sqlx::query("SELECT link_count FROM accounts WHERE id = $1")
+                .bind(account_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .map(|r| r.try_get("link_count"))
+                .transpose()?
+                .unwrap_or(0)
+        } else {
+            let sql = format!("SELECT COUNT(*) AS n FROM links WHERE account_id = $1{condition}");
+            let mut q = sqlx::query(&sql).bind(account_id).bind(value);
+            if let Some(b) = &bound {
+                q = q.bind(b.as_str());
+            }
+            q.fetch_one(&mut *tx).await?.try_get("n")?
+        };
+        // Page the narrow index first, then join the few rows that survive the offset.
+        let (lim_i, off_i) = if bound.is_some() { (4, 5) } else if filter.is_some() { (3, 4) } else { (2, 3) };
+        let sql = format!(
+            "SELECT p.id, p.short_code, p.long_url, d.host, p.group_id, p.is_active, p.created_at \
+             FROM (SELECT id, short_code, long_url, domain_id, group_id, is_active, created_at FROM links \
+                   WHERE account_id = $1{condition} ORDER BY created_at DESC, id DESC LIMIT ${lim_i} OFFSET ${off_i}) p \
+             JOIN domains d ON d.id = p.domain_id ORDER BY p.created_at DESC, p.id DESC"
+        );
+        let mut q = sqlx::query(&sql).bind(account_id);
+        if let Some(v) = value {
+            q = q.bind(v);
+        }
+        if let Some(b) = &bound {
+            q = q.bind(b.as_str());
+        }
+        let rows = q
+            .bind(i64::from(limit))
+            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let results = rows
+            .iter()
+            .map(|r| {
+                Ok(ListedLink {
+                    id: r.try_get("id")?,
+                    short_code: r.try_get("short_code")?,
+                    long_url: r.try_get("long_url")?,
+                    domain: r.try_get("host")?,
+                    group_id: r.try_get("group_id")?,
+                    is_active: r.try_get::<i64, _>("is_active")? != 0,
+                    created_at: Micros(r.try_get("created_at")?).to_iso8601(),
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        Ok(LinkPage { total, results })
+    }
+}
+
+/// Drops creations older than the window and reports what is left of the limit.
+async fn rate_window(tx: &mut Transaction<'_, Any>, key_id: &str, now: i64) -> Result<RateLimitState, StoreError> {
+    let window_start = now - WINDOW_MICROS;
+    sqlx::query("DELETE FROM link_creations WHERE key_id = $1 AND created_at <= $2")
+        .bind(key_id)
+        .bind(window_start)
+        .execute(&mut **tx)
+        .await?;
+    let row = sqlx::query("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM link_creations WHERE key_id = $1")
+        .bind(key_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    let used: i64 = row.try_get("n")?;
+    let oldest: Option<i64> = row.try_get("oldest")?;
+    let remaining = u32::try_from(i64::from(RATE_LIMIT) - used).unwrap_or(0);
+    let frees_at = oldest.map(|t| t + WINDOW_MICROS).unwrap_or(now);
+    Ok(RateLimitState {
+        limit: RATE_LIMIT,
+        remaining,
+        reset_at: round_up_seconds(frees_at),
+        retry_after: if remaining == 0 { round_up_seconds(frees_at - now).max(1) } else { 0 },
+    })
+}
+
+/// The requested group if it is the caller's, else the account's default group (spec 4.1).
+async fn resolve_group(tx: &mut Transaction<'_, Any>, account_id: &str, requested: Option<&str>) -> Result<String, StoreError> {
+    if let Some(id) = requested {
+        let row = sqlx::query("SELECT id FROM groups WHERE id = $1 AND account_id = $2")
+            .bind(id)
+            .bind(account_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        if let Some(row) = row {
+            return Ok(row.try_get("id")?);
+        }
+    }
+    let row = sqlx::query("SELECT default_group_id FROM accounts WHERE id = $1")
+        .bind(account_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(row.try_get("default_group_id")?)
+}
+
+/// The requested domain if usable by the caller (an enabled platform domain or their own
+/// active custom domain), else the oldest enabled platform domain (spec 4.1).
+async fn resolve_domain(
+    tx: &mut Transaction<'_, Any>,
+    account_id: &str,
+    requested: Option<&str>,
+) -> Result<(String, String), StoreError> {
+    if let Some(id) = requested {
+        let row = sqlx::query(
+            "SELECT id, host FROM domains WHERE id = $1 AND enabled = 1 \
+             AND (is_platform = 1 OR account_id = $2)",
+        )
+        .bind(id)
+        .bind(account_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if let Some(row) = row {
+            return Ok((row.try_get("id")?, row.try_get("host")?));
+        }
+    }
+    let row = sqlx::query(
+        "SELECT id, host FROM domains WHERE is_platform = 1 AND enabled = 1 ORDER BY created_at, id LIMIT 1",
+    )
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(StoreError::PlatformDomainUnavailable)?;
+    Ok((row.try_get("id")?, row.try_get("host")?))
+}

@@ -1,0 +1,80 @@
+//! Extractors that fail with [`ApiError`], so authentication and bad bodies get our shape.
+
+use super::{AppState, error::ApiError};
+use crate::db::AuthContext;
+use crate::domain::{ApiKey, KeyFormatError};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{header, request::Parts};
+use serde::de::DeserializeOwned;
+
+/// The authenticated caller of a management endpoint.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller(pub(crate) AuthContext);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .ok_or(ApiError::Unauthenticated("missing Authorization header"))?
+            .to_str()
+            .map_err(|_| ApiError::Unauthenticated("malformed Authorization header"))?;
+        let key = ApiKey::from_authorization(header).map_err(|e| match e {
+            KeyFormatError::WrongScheme => {
+                ApiError::Unauthenticated("the Authorization header must be: Token <API key>")
+            }
+            KeyFormatError::Malformed => ApiError::Unauthenticated("invalid API key"),
+        })?;
+        let ctx = state
+            .db
+            .authenticate(&key)
+            .await?
+            .ok_or(ApiError::Unauthenticated("invalid API key"))?;
+        if !ctx.api_access {
+            return Err(ApiError::Forbidden);
+        }
+        Ok(Self(ctx))
+    }
+}
+
+/// A JSON body read under a size limit; every failure maps to the error shape.
+#[derive(Debug)]
+pub(crate) struct JsonBody<T>(pub(crate) T);
+
+/// Largest body a management request may have. create-link needs ~2.3 KB at most.
+pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024;
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|mime| {
+                let mime = mime.trim().to_ascii_lowercase();
+                mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+            })
+            .unwrap_or(false);
+        if !is_json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge)?;
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            use serde_json::error::Category;
+            match e.classify() {
+                // Well-formed JSON of the wrong shape: a field fails validation.
+                Category::Data => ApiError::Validation(e.to_string()),
+                Category::Syntax | Category::Eof | Category::Io => {
+                    ApiError::InvalidJson(format!("the body is not valid JSON: {e}"))
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,68 @@
+//! The HTTP surface: one router per resource, merged here with the cross-cutting layers.
+
+mod error;
+mod extract;
+mod groups;
+mod links;
+
+pub use error::ApiError;
+
+use crate::db::Db;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router, middleware};
+use std::time::Duration;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+/// Shared state of every handler.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// The database.
+    pub db: Db,
+    /// How long a request may take before it is answered with 503.
+    pub request_timeout: Duration,
+}
+
+/// The whole application as a router, so tests can also drive it in-process.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .merge(links::router())
+        .merge(groups::router())
+        .route("/healthz", get(healthz))
+        .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn_with_state(state.clone(), timeout))
+        .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
+        // Spans carry method and path; headers (and so API keys) are never recorded.
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Bounds every request; a slow database becomes a clean 503 instead of a hung client.
+async fn timeout(
+    State(state): State<AppState>,
+    req: axum::extract::Request,
+    next: middleware::Next,
+) -> Response {
+    match tokio::time::timeout(state.request_timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!("request timed out");
+            ApiError::Unavailable.into_response()
+        }
+    }
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    match state.db.ping().await {
+        Ok(()) => Json(serde_json::json!({"status": "ok"})).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "health check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({"status": "unavailable"})))
+                .into_response()
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Building and running the server: bind first (port 0 in tests), then serve until a signal.
+
+use crate::db::{Db, StoreError};
+use crate::http::{AppState, app};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// Everything `serve` needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `sqlite://…` or `postgres://…`.
+    pub database_url: String,
+    /// Address to listen on; port 0 picks a free one.
+    pub listen: SocketAddr,
+    /// Pool size (readers on SQLite, all connections on PostgreSQL).
+    pub max_connections: u32,
+    /// Per-request time bound.
+    pub request_timeout: Duration,
+    /// Apply migrations before serving (development convenience; production runs `migrate`).
+    pub migrate: bool,
+}
+
+impl Settings {
+    /// Defaults for a database URL: loopback, a random port, 10 s requests, no migration.
+    pub fn new(database_url: impl Into<String>) -> Self {
+        Self {
+            database_url: database_url.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            max_connections: 16,
+            request_timeout: Duration::from_secs(10),
+            migrate: false,
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The database could not be opened or migrated.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// Requested address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// A bound, ready-to-run server.
+#[derive(Debug)]
+pub struct Application {
+    listener: TcpListener,
+    addr: SocketAddr,
+    state: AppState,
+}
+
+impl Application {
+    /// Connects the database, migrates if asked, and binds the listener.
+    pub async fn build(settings: &Settings) -> Result<Self, StartError> {
+        let db = Db::connect(&settings.database_url, settings.max_connections).await?;
+        if settings.migrate {
+            db.migrate().await?;
+        }
+        let listener = TcpListener::bind(settings.listen)
+            .await
+            .map_err(|source| StartError::Bind { addr: settings.listen, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| StartError::Bind { addr: settings.listen, source })?;
+        Ok(Self { listener, addr, state: AppState { db, request_timeout: settings.request_timeout } })
+    }
+
+    /// The bound address (with the real port when 0 was asked).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Serves until `shutdown` resolves, then lets in-flight requests finish.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let db = self.state.db.clone();
+        let result = axum::serve(self.listener, app(self.state)).with_graceful_shutdown(shutdown).await;
+        db.close().await;
+        result
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}
