@@ -13,7 +13,7 @@ fn shortlink(args: &[&str]) -> Output {
         .args(args)
         .env_remove("SHORTLINK_GROUP_KEY")
         .output()
-        .unwrap()
+        .expect("run shortlink")
 }
 
 fn sign(extra: &[&str]) -> String {
@@ -33,7 +33,7 @@ fn sign(extra: &[&str]) -> String {
         "sign failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let url = String::from_utf8(out.stdout).unwrap();
+    let url = String::from_utf8(out.stdout).expect("UTF-8 output");
     assert!(url.ends_with('\n'));
     url.trim_end().to_owned()
 }
@@ -54,9 +54,9 @@ fn verify(key: &str, extra: &[&str], token: &str) -> Value {
         "verify failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
-    serde_json::from_str(&stdout).unwrap()
+    serde_json::from_str(&stdout).expect("one JSON object")
 }
 
 fn invalid(reason: &str) -> Value {
