@@ -273,7 +273,12 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
         }
         Admin::Domain(DomainCmd::Add(a)) => {
             let host = Hostname::parse(&a.host).map_err(invalid)?;
-            let fallback = a.fallback_url.as_deref().map(LongUrl::parse).transpose().map_err(invalid)?;
+            let fallback = a
+                .fallback_url
+                .as_deref()
+                .map(LongUrl::parse)
+                .transpose()
+                .map_err(|e| invalid(format!("--fallback-url: {e}")))?;
             let owner = match a.account {
                 Some(id) => DomainOwner::Account(id),
                 None => DomainOwner::Platform,

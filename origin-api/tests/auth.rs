@@ -1,5 +1,7 @@
 //! Authentication and permission (spec 5, 7) on every management endpoint, both engines.
 
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns, still test code
+
 mod common;
 
 use common::{Engine, TestApp, assert_error, json};

@@ -1,5 +1,7 @@
 //! POST /api/v1/external/links/create-link (spec 4.1, 7, 8) on both engines.
 
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns, still test code
+
 mod common;
 
 use common::{Engine, TestApp, assert_error, json};

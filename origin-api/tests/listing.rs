@@ -1,5 +1,7 @@
 //! GET links (4.2), enabled-domains (4.3) and groups (4.4) on both engines.
 
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns, still test code
+
 mod common;
 
 use common::{Engine, TestApp, assert_error, json};

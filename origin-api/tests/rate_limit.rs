@@ -1,6 +1,8 @@
 //! The create-link limit (spec 8: 100 per hour per key), exact under concurrency, shared by
 //! several origin processes through the database.
 
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns, still test code
+
 mod common;
 
 use common::{Engine, TestApp, TestDb, assert_error, json};

@@ -58,8 +58,13 @@ pub struct Analytics {
 impl GroupSettings {
     /// Parses and checks settings JSON; country codes are normalised to uppercase.
     pub fn parse(json: &str) -> Result<Self, ValidationError> {
-        let mut s: Self = serde_json::from_str(json)
-            .map_err(|e| ValidationError::new(format!("invalid group settings: {e}")))?;
+        let invalid = |e: serde_json::Error| ValidationError::new(format!("invalid group settings: {e}"));
+        let value: serde_json::Value = serde_json::from_str(json).map_err(invalid)?;
+        // serde would also read a struct from an array; settings are an object, nothing else.
+        if !value.is_object() {
+            return Err(ValidationError::new("group settings must be a JSON object"));
+        }
+        let mut s: Self = serde_json::from_value(value).map_err(invalid)?;
         for list in [&mut s.access.allow_countries, &mut s.access.block_countries] {
             for code in list.iter_mut() {
                 if code.len() != 2 || !code.bytes().all(|b| b.is_ascii_alphabetic()) {

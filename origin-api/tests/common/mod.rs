@@ -2,7 +2,7 @@
 //! a temporary directory, or a fresh schema on the PostgreSQL at `TEST_POSTGRES_URL`
 //! (default `postgres://postgres@127.0.0.1:5432/test`), dropped afterwards.
 
-#![allow(dead_code, unreachable_pub, missing_docs)]
+#![allow(dead_code, unreachable_pub, missing_docs, clippy::unwrap_used)]
 
 use origin_api::db::{Db, DomainOwner, DomainRow};
 use origin_api::domain::{GroupSettings, Hostname};
