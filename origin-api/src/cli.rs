@@ -38,6 +38,16 @@ pub enum Command {
         /// Database pool size.
         #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 16)]
         max_connections: u32,
+        /// Take the client IP from this header (set it only behind a proxy that overwrites it,
+        /// e.g. CF-Connecting-IP); default: the TCP peer address.
+        #[arg(long, env = "CLIENT_IP_HEADER")]
+        client_ip_header: Option<String>,
+        /// validate-dynamic: burst of requests allowed per client IP.
+        #[arg(long, env = "VALIDATE_BURST", default_value_t = 120)]
+        validate_burst: u32,
+        /// validate-dynamic: sustained requests per minute per client IP.
+        #[arg(long, env = "VALIDATE_PER_MINUTE", default_value_t = 600)]
+        validate_per_minute: u32,
     },
     /// Apply pending migrations and exit.
     Migrate,
@@ -183,11 +193,14 @@ enum CliError {
 /// Runs a parsed command line and returns the process exit code.
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Serve { listen, migrate, max_connections } => {
+        Command::Serve { listen, migrate, max_connections, client_ip_header, validate_burst, validate_per_minute } => {
             let settings = Settings {
                 listen,
                 migrate,
                 max_connections,
+                client_ip_header,
+                validate_burst,
+                validate_per_minute,
                 ..Settings::new(cli.database_url)
             };
             serve(&settings).await

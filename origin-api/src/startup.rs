@@ -1,9 +1,10 @@
 //! Building and running the server: bind first (port 0 in tests), then serve until a signal.
 
 use crate::db::{Db, StoreError};
-use crate::http::{AppState, app};
+use crate::http::{AppState, ClientIpSource, IpRateLimiter, app};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -20,6 +21,12 @@ pub struct Settings {
     pub request_timeout: Duration,
     /// Apply migrations before serving (development convenience; production runs `migrate`).
     pub migrate: bool,
+    /// Header carrying the client IP when behind a proxy (None: the socket peer).
+    pub client_ip_header: Option<String>,
+    /// validate-dynamic: requests one IP may make at once…
+    pub validate_burst: u32,
+    /// …and per minute after that.
+    pub validate_per_minute: u32,
 }
 
 impl Settings {
@@ -31,6 +38,9 @@ impl Settings {
             max_connections: 16,
             request_timeout: Duration::from_secs(10),
             migrate: false,
+            client_ip_header: None,
+            validate_burst: 120,
+            validate_per_minute: 600,
         }
     }
 }
@@ -72,7 +82,13 @@ impl Application {
         let addr = listener
             .local_addr()
             .map_err(|source| StartError::Bind { addr: settings.listen, source })?;
-        Ok(Self { listener, addr, state: AppState { db, request_timeout: settings.request_timeout } })
+        let state = AppState {
+            db,
+            request_timeout: settings.request_timeout,
+            client_ip: ClientIpSource { header: settings.client_ip_header.as_ref().map(|h| h.to_ascii_lowercase()) },
+            validate_limiter: Arc::new(IpRateLimiter::new(settings.validate_burst, settings.validate_per_minute)),
+        };
+        Ok(Self { listener, addr, state })
     }
 
     /// The bound address (with the real port when 0 was asked).
@@ -88,7 +104,8 @@ impl Application {
     /// Serves until `shutdown` resolves, then lets in-flight requests finish.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
         let db = self.state.db.clone();
-        let result = axum::serve(self.listener, app(self.state)).with_graceful_shutdown(shutdown).await;
+        let service = app(self.state).into_make_service_with_connect_info::<SocketAddr>();
+        let result = axum::serve(self.listener, service).with_graceful_shutdown(shutdown).await;
         db.close().await;
         result
     }

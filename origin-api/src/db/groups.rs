@@ -1,8 +1,5 @@
 use super::{Db, StoreError, new_id};
 use crate::domain::{GroupSettings, Micros};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rand::RngCore;
 use sqlx::{Any, Row, Transaction};
 
 /// Longest group name we store.
@@ -21,10 +18,10 @@ pub struct GroupRow {
 }
 
 /// A fresh 32-byte group key, base64url without padding (spec 2).
-fn new_group_key() -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
+fn new_group_key() -> Result<String, StoreError> {
+    let key = shared_crypto::GroupKey::generate()
+        .map_err(|e| StoreError::Config(format!("no randomness for a group key: {e}")))?;
+    Ok(key.to_base64url())
 }
 
 pub(super) async fn insert_group(
@@ -35,7 +32,7 @@ pub(super) async fn insert_group(
     settings: &GroupSettings,
     now: i64,
 ) -> Result<GroupRow, StoreError> {
-    let key = new_group_key();
+    let key = new_group_key()?;
     sqlx::query(
         "INSERT INTO groups (id, account_id, name, key, settings, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
     )
@@ -131,6 +128,15 @@ impl Db {
         sqlx::query("DELETE FROM groups WHERE id = $1").bind(id).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// A group's signing key (base64url), if the group exists.
+    pub async fn group_key(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT key FROM groups WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(row.map(|r| r.try_get("key")).transpose()?)
     }
 
     /// The account's groups (id, name), sorted alphabetically by name, case-insensitively.

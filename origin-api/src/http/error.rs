@@ -50,6 +50,12 @@ pub enum ApiError {
     /// 429 with the limit state.
     #[error("rate limit exceeded: at most 100 link creations per hour per API key")]
     RateLimited(RateLimitState),
+    /// 429 from the per-IP limiter of the public endpoint.
+    #[error("too many requests from this address, retry later")]
+    TooManyRequests {
+        /// Seconds until the next request is allowed.
+        retry_after: u64,
+    },
     /// 503: the database is unreachable or overloaded, or the request ran out of time.
     #[error("the service is temporarily unavailable, retry later")]
     Unavailable,
@@ -78,7 +84,9 @@ impl ApiError {
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
-            Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            Self::RateLimited(_) | Self::TooManyRequests { .. } => {
+                (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
+            }
             Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "service_unavailable"),
             Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
         }
@@ -109,6 +117,9 @@ impl IntoResponse for ApiError {
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Token"));
+            }
+            Self::TooManyRequests { retry_after } => {
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
             Self::Unavailable => {
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(1));

@@ -39,14 +39,14 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
-/// A JSON body read under a size limit; every failure maps to the error shape.
-#[derive(Debug)]
-pub(crate) struct JsonBody<T>(pub(crate) T);
-
 /// Largest body a management request may have. create-link needs ~2.3 KB at most.
 pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024;
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+/// A JSON body of at most `LIMIT` bytes; every failure maps to the error shape.
+#[derive(Debug)]
+pub(crate) struct JsonBody<T, const LIMIT: usize = MAX_BODY_BYTES>(pub(crate) T);
+
+impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
@@ -63,7 +63,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
         if !is_json {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+        let bytes = axum::body::to_bytes(req.into_body(), LIMIT)
             .await
             .map_err(|_| ApiError::PayloadTooLarge)?;
         serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {

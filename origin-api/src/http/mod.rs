@@ -1,10 +1,13 @@
 //! The HTTP surface: one router per resource, merged here with the cross-cutting layers.
 
+mod client_ip;
+mod dynamic;
 mod error;
 mod extract;
 mod groups;
 mod links;
 
+pub use client_ip::{ClientIpSource, IpRateLimiter};
 pub use error::ApiError;
 
 use crate::db::Db;
@@ -13,6 +16,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
+use std::sync::Arc;
 use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -24,6 +28,10 @@ pub struct AppState {
     pub db: Db,
     /// How long a request may take before it is answered with 503.
     pub request_timeout: Duration,
+    /// Where the client address of a request comes from.
+    pub client_ip: ClientIpSource,
+    /// Per-IP limit of the public validation endpoint.
+    pub validate_limiter: Arc<IpRateLimiter>,
 }
 
 /// The whole application as a router, so tests can also drive it in-process.
@@ -31,6 +39,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(links::router())
         .merge(groups::router())
+        .merge(dynamic::router())
         .route("/healthz", get(healthz))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })

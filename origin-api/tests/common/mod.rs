@@ -119,8 +119,15 @@ impl TestApp {
     }
 
     pub async fn on(test_db: TestDb) -> Self {
+        Self::with_settings(test_db, |_| {}).await
+    }
+
+    /// Starts the origin with adjusted settings (limits, headers).
+    pub async fn with_settings(test_db: TestDb, adjust: impl FnOnce(&mut Settings)) -> Self {
         let engine = test_db.engine;
-        let app = Application::build(&Settings::new(test_db.url.clone())).await.unwrap();
+        let mut settings = Settings::new(test_db.url.clone());
+        adjust(&mut settings);
+        let app = Application::build(&settings).await.unwrap();
         let base = format!("http://{}", app.addr());
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
