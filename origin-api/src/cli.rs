@@ -88,6 +88,12 @@ pub enum AccountCmd {
         #[arg(long)]
         no_api_access: bool,
     },
+    /// Look an account up by email (extension: for scripts that seed idempotently).
+    Get {
+        /// Account email.
+        #[arg(long)]
+        email: String,
+    },
 }
 
 /// `admin api-key`.
@@ -136,6 +142,12 @@ pub enum GroupCmd {
         /// Group id.
         #[arg(long)]
         id: String,
+    },
+    /// List an account's groups with their keys (extension: what the dashboard shows).
+    List {
+        /// Account id.
+        #[arg(long)]
+        account: String,
     },
 }
 
@@ -267,6 +279,7 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
         Admin::Account(AccountCmd::Create { email, no_api_access }) => {
             json!(db.create_account(&email, !no_api_access).await?)
         }
+        Admin::Account(AccountCmd::Get { email }) => json!(db.find_account(&email).await?),
         Admin::ApiKey(ApiKeyCmd::Generate { account }) => {
             json!({ "api_key": db.generate_api_key(&account).await?.expose() })
         }
@@ -284,6 +297,7 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             db.delete_group(&id).await?;
             json!({})
         }
+        Admin::Group(GroupCmd::List { account }) => json!({ "results": db.group_rows(&account).await? }),
         Admin::Domain(DomainCmd::Add(a)) => {
             let host = Hostname::parse(&a.host).map_err(invalid)?;
             let fallback = a

@@ -52,6 +52,7 @@ async fn admin_commands(engine: Engine) {
     let account = s(&acc["id"]);
     assert!(uuid::Uuid::try_parse(&account).is_ok() && uuid::Uuid::try_parse(&s(&acc["default_group_id"])).is_ok());
     let key = s(&cli.ok(&["admin", "api-key", "generate", "--account", &account])["api_key"]);
+    assert_eq!(cli.ok(&["admin", "account", "get", "--email", "OPS@example.com"]), acc);
     assert!(key.starts_with("slk_") && key.len() >= 36);
 
     let group = cli.ok(&["admin", "group", "create", "--account", &account, "--name", "Promo",
@@ -62,6 +63,9 @@ async fn admin_commands(engine: Engine) {
     assert!(group_key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
     let updated = cli.ok(&["admin", "group", "update", "--id", &s(&group["id"]), "--settings", r#"{"monetization":{"interstitial_seconds":5}}"#]);
     assert_eq!((updated["id"].clone(), updated["key"].clone()), (group["id"].clone(), group["key"].clone()));
+    let listed = cli.ok(&["admin", "group", "list", "--account", &account]);
+    assert_eq!(listed["results"][0]["name"], "Default");
+    assert_eq!(listed["results"][1], group);
 
     let platform = cli.ok(&["admin", "domain", "add", "--host", "Sho.RT", "--platform", "--fallback-url", "https://example.com/"]);
     assert_eq!(platform["domain"], "sho.rt");
@@ -122,6 +126,8 @@ async fn admin_failures(engine: Engine) {
         (vec!["admin", "group", "create", "--account", &account, "--name", "x", "--settings", r#"{"acces":{}}"#], "settings"),
         (vec!["admin", "group", "update", "--id", &missing, "--settings", "{}"], "not found"),
         (vec!["admin", "group", "delete", "--id", &missing], "not found"),
+        (vec!["admin", "group", "list", "--account", &missing], "not found"),
+        (vec!["admin", "account", "get", "--email", "nobody@example.com"], "not found"),
         (vec!["admin", "domain", "add", "--host", "bad host", "--platform"], "hostname"),
         (vec!["admin", "domain", "add", "--host", "x.com", "--account", &missing], "not found"),
         (vec!["admin", "domain", "add", "--host", "x.com", "--platform", "--fallback-url", "http://x.com"], "https"),

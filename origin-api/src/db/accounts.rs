@@ -1,5 +1,6 @@
 use super::{Db, StoreError, groups, new_id};
 use crate::domain::{GroupSettings, Micros};
+use sqlx::Row;
 
 /// The result of creating an account.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -42,6 +43,17 @@ impl Db {
             .await?;
         tx.commit().await?;
         Ok(NewAccount { id, default_group_id: group_id })
+    }
+
+    /// The account with this email.
+    pub async fn find_account(&self, email: &str) -> Result<NewAccount, StoreError> {
+        let email = normalise_email(email)?;
+        let row = sqlx::query("SELECT id, default_group_id FROM accounts WHERE email = $1")
+            .bind(&email)
+            .fetch_optional(&self.read)
+            .await?
+            .ok_or(StoreError::NotFound("account"))?;
+        Ok(NewAccount { id: row.try_get("id")?, default_group_id: row.try_get("default_group_id")? })
     }
 
     /// Fails with NotFound unless the account exists.

@@ -47,6 +47,15 @@ pub(super) async fn insert_group(
     Ok(GroupRow { id: id.to_owned(), name: name.to_owned(), key })
 }
 
+/// Alphabetical by name, case-insensitively, then exact name and id so the order is total.
+/// Done here rather than in SQL so both engines agree whatever their collation.
+fn sort_by_name<T>(items: &mut [T], key: impl Fn(&T) -> (&String, &String)) {
+    items.sort_by(|a, b| {
+        let ((an, ai), (bn, bi)) = (key(a), key(b));
+        (an.to_lowercase(), an, ai).cmp(&(bn.to_lowercase(), bn, bi))
+    });
+}
+
 fn check_name(name: &str) -> Result<&str, StoreError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
@@ -130,6 +139,21 @@ impl Db {
         Ok(())
     }
 
+    /// The account's groups with their keys, in the order of [`Db::list_groups`].
+    pub async fn group_rows(&self, account_id: &str) -> Result<Vec<GroupRow>, StoreError> {
+        self.require_account(account_id).await?;
+        let rows = sqlx::query("SELECT id, name, key FROM groups WHERE account_id = $1")
+            .bind(account_id)
+            .fetch_all(&self.read)
+            .await?;
+        let mut groups = rows
+            .iter()
+            .map(|r| Ok(GroupRow { id: r.try_get("id")?, name: r.try_get("name")?, key: r.try_get("key")? }))
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        sort_by_name(&mut groups, |g| (&g.name, &g.id));
+        Ok(groups)
+    }
+
     /// A group's signing key (base64url), if the group exists.
     pub async fn group_key(&self, id: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT key FROM groups WHERE id = $1")
@@ -140,7 +164,6 @@ impl Db {
     }
 
     /// The account's groups (id, name), sorted alphabetically by name, case-insensitively.
-    /// Sorted here rather than in SQL so both engines agree whatever their collation.
     pub async fn list_groups(&self, account_id: &str) -> Result<Vec<(String, String)>, StoreError> {
         let rows = sqlx::query("SELECT id, name FROM groups WHERE account_id = $1")
             .bind(account_id)
@@ -150,9 +173,7 @@ impl Db {
             .iter()
             .map(|r| Ok((r.try_get("id")?, r.try_get("name")?)))
             .collect::<Result<Vec<(String, String)>, sqlx::Error>>()?;
-        groups.sort_by(|a, b| {
-            (a.1.to_lowercase(), &a.1, &a.0).cmp(&(b.1.to_lowercase(), &b.1, &b.0))
-        });
+        sort_by_name(&mut groups, |(id, name)| (name, id));
         Ok(groups)
     }
 }
