@@ -205,7 +205,14 @@ enum CliError {
 /// Runs a parsed command line and returns the process exit code.
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Serve { listen, migrate, max_connections, client_ip_header, validate_burst, validate_per_minute } => {
+        Command::Serve {
+            listen,
+            migrate,
+            max_connections,
+            client_ip_header,
+            validate_burst,
+            validate_per_minute,
+        } => {
             let settings = Settings {
                 listen,
                 migrate,
@@ -217,11 +224,13 @@ pub async fn run(cli: Cli) -> ExitCode {
             };
             serve(&settings).await
         }
-        Command::Migrate => report(async {
-            connect(&cli.database_url).await?.migrate().await?;
-            Ok(json!({}))
-        }
-        .await),
+        Command::Migrate => report(
+            async {
+                connect(&cli.database_url).await?.migrate().await?;
+                Ok(json!({}))
+            }
+            .await,
+        ),
         Command::Admin(cmd) => report(admin(&cli.database_url, cmd).await),
     }
 }
@@ -270,13 +279,19 @@ fn invalid(e: impl std::fmt::Display) -> CliError {
 }
 
 fn settings(json: Option<&str>) -> Result<GroupSettings, CliError> {
-    json.map(GroupSettings::parse).transpose().map_err(invalid).map(Option::unwrap_or_default)
+    json.map(GroupSettings::parse)
+        .transpose()
+        .map_err(invalid)
+        .map(Option::unwrap_or_default)
 }
 
 async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
     let db = connect(url).await?;
     let out = match cmd {
-        Admin::Account(AccountCmd::Create { email, no_api_access }) => {
+        Admin::Account(AccountCmd::Create {
+            email,
+            no_api_access,
+        }) => {
             json!(db.create_account(&email, !no_api_access).await?)
         }
         Admin::Account(AccountCmd::Get { email }) => json!(db.find_account(&email).await?),
@@ -287,8 +302,15 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             db.revoke_api_key(&account).await?;
             json!({})
         }
-        Admin::Group(GroupCmd::Create { account, name, settings: s }) => {
-            json!(db.create_group(&account, &name, &settings(s.as_deref())?).await?)
+        Admin::Group(GroupCmd::Create {
+            account,
+            name,
+            settings: s,
+        }) => {
+            json!(
+                db.create_group(&account, &name, &settings(s.as_deref())?)
+                    .await?
+            )
         }
         Admin::Group(GroupCmd::Update { id, settings: s }) => {
             json!(db.update_group_settings(&id, &settings(Some(&s))?).await?)
@@ -297,7 +319,9 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             db.delete_group(&id).await?;
             json!({})
         }
-        Admin::Group(GroupCmd::List { account }) => json!({ "results": db.group_rows(&account).await? }),
+        Admin::Group(GroupCmd::List { account }) => {
+            json!({ "results": db.group_rows(&account).await? })
+        }
         Admin::Domain(DomainCmd::Add(a)) => {
             let host = Hostname::parse(&a.host).map_err(invalid)?;
             let fallback = a
@@ -317,7 +341,8 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             json!({})
         }
         Admin::Blocklist(BlocklistCmd::Add { domain }) => {
-            db.block_domain(&Hostname::parse(&domain).map_err(invalid)?).await?;
+            db.block_domain(&Hostname::parse(&domain).map_err(invalid)?)
+                .await?;
             json!({})
         }
     };

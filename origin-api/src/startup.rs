@@ -76,19 +76,36 @@ impl Application {
         if settings.migrate {
             db.migrate().await?;
         }
-        let listener = TcpListener::bind(settings.listen)
-            .await
-            .map_err(|source| StartError::Bind { addr: settings.listen, source })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| StartError::Bind { addr: settings.listen, source })?;
+        let listener =
+            TcpListener::bind(settings.listen)
+                .await
+                .map_err(|source| StartError::Bind {
+                    addr: settings.listen,
+                    source,
+                })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            addr: settings.listen,
+            source,
+        })?;
         let state = AppState {
             db,
             request_timeout: settings.request_timeout,
-            client_ip: ClientIpSource { header: settings.client_ip_header.as_ref().map(|h| h.to_ascii_lowercase()) },
-            validate_limiter: Arc::new(IpRateLimiter::new(settings.validate_burst, settings.validate_per_minute)),
+            client_ip: ClientIpSource {
+                header: settings
+                    .client_ip_header
+                    .as_ref()
+                    .map(|h| h.to_ascii_lowercase()),
+            },
+            validate_limiter: Arc::new(IpRateLimiter::new(
+                settings.validate_burst,
+                settings.validate_per_minute,
+            )),
         };
-        Ok(Self { listener, addr, state })
+        Ok(Self {
+            listener,
+            addr,
+            state,
+        })
     }
 
     /// The bound address (with the real port when 0 was asked).
@@ -102,10 +119,15 @@ impl Application {
     }
 
     /// Serves until `shutdown` resolves, then lets in-flight requests finish.
-    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let db = self.state.db.clone();
         let service = app(self.state).into_make_service_with_connect_info::<SocketAddr>();
-        let result = axum::serve(self.listener, service).with_graceful_shutdown(shutdown).await;
+        let result = axum::serve(self.listener, service)
+            .with_graceful_shutdown(shutdown)
+            .await;
         db.close().await;
         result
     }

@@ -14,8 +14,16 @@ const ENDPOINTS: [(&str, &str); 4] = [
     ("GET", "/api/v1/external/groups"),
 ];
 
-async fn call(app: &TestApp, method: &str, path: &str, auth: Option<String>) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
-    let mut req = app.client.request(Method::from_bytes(method.as_bytes()).unwrap(), app.url(path));
+async fn call(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    auth: Option<String>,
+) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
+    let mut req = app.client.request(
+        Method::from_bytes(method.as_bytes()).unwrap(),
+        app.url(path),
+    );
     if let Some(a) = auth {
         req = req.header("Authorization", a);
     }
@@ -48,7 +56,10 @@ async fn rejects_bad_credentials(engine: Engine) {
         for auth in &bad {
             let (s, body, headers) = call(&app, method, path, auth.clone()).await;
             assert_error(s, &body, 401, "not_authenticated");
-            assert_eq!(headers["www-authenticate"], "Token", "{method} {path} {auth:?}");
+            assert_eq!(
+                headers["www-authenticate"], "Token",
+                "{method} {path} {auth:?}"
+            );
         }
         let (s, body, _) = call(&app, method, path, Some(format!("Token {}", acc.key))).await;
         assert!(s == 200 || s == 201, "{method} {path}: {s} {body}");
@@ -75,7 +86,13 @@ async fn regenerate_and_revoke(engine: Engine) {
     }
     // A new key can be generated after a revoke.
     let again = app.db.generate_api_key(&acc.id).await.unwrap();
-    let (s, _, _) = call(&app, "GET", "/api/v1/external/groups", Some(format!("Token {}", again.expose()))).await;
+    let (s, _, _) = call(
+        &app,
+        "GET",
+        "/api/v1/external/groups",
+        Some(format!("Token {}", again.expose())),
+    )
+    .await;
     assert_eq!(s, 200);
     // Only a masked form is kept.
     let masked = app.db.masked_api_key(&acc.id).await.unwrap().unwrap();
@@ -100,7 +117,11 @@ async fn unknown_routes_and_methods(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let acc = app.account(true).await;
     let auth = Some(format!("Token {}", acc.key));
-    for (method, path) in [("GET", "/nope"), ("GET", "/api/v1/external/links/x/y"), ("POST", "/api/v2/external/groups")] {
+    for (method, path) in [
+        ("GET", "/nope"),
+        ("GET", "/api/v1/external/links/x/y"),
+        ("POST", "/api/v2/external/groups"),
+    ] {
         let (s, body, _) = call(&app, method, path, auth.clone()).await;
         assert_error(s, &body, 404, "not_found");
     }
@@ -118,4 +139,9 @@ async fn unknown_routes_and_methods(engine: Engine) {
     app.stop().await;
 }
 
-both_engines!(rejects_bad_credentials, regenerate_and_revoke, no_api_access_is_403, unknown_routes_and_methods);
+both_engines!(
+    rejects_bad_credentials,
+    regenerate_and_revoke,
+    no_api_access_is_403,
+    unknown_routes_and_methods
+);

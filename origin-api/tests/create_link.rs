@@ -15,10 +15,22 @@ async fn creates_with_all_fields(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let domain = app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
-    let resp = app.create(&acc.key, json!({"long_url": "https://example.com/x?y=1", "short_code": "My-Code_1"})).await;
+    let resp = app
+        .create(
+            &acc.key,
+            json!({"long_url": "https://example.com/x?y=1", "short_code": "My-Code_1"}),
+        )
+        .await;
     assert_eq!(resp.headers()["x-ratelimit-limit"], "100");
     assert_eq!(resp.headers()["x-ratelimit-remaining"], "99");
-    assert!(resp.headers()["x-ratelimit-reset"].to_str().unwrap().parse::<i64>().unwrap() > 1_700_000_000);
+    assert!(
+        resp.headers()["x-ratelimit-reset"]
+            .to_str()
+            .unwrap()
+            .parse::<i64>()
+            .unwrap()
+            > 1_700_000_000
+    );
     let (status, body) = json(resp).await;
     assert_eq!(status, 201, "{body}");
     assert!(is_uuid(&body["id"]));
@@ -29,7 +41,17 @@ async fn creates_with_all_fields(engine: Engine) {
     assert_eq!(body["domain_id"], domain.id.as_str());
     let mut keys: Vec<_> = body.as_object().unwrap().keys().cloned().collect();
     keys.sort();
-    assert_eq!(keys, ["domain", "domain_id", "group_id", "id", "short_code", "short_url"]);
+    assert_eq!(
+        keys,
+        [
+            "domain",
+            "domain_id",
+            "group_id",
+            "id",
+            "short_code",
+            "short_url"
+        ]
+    );
     app.stop().await;
 }
 
@@ -39,10 +61,19 @@ async fn generates_unique_codes(engine: Engine) {
     let acc = app.account(true).await;
     let mut codes = std::collections::HashSet::new();
     for _ in 0..20 {
-        let (status, body) = json(app.create(&acc.key, json!({"long_url": "https://example.com/"})).await).await;
+        let (status, body) = json(
+            app.create(&acc.key, json!({"long_url": "https://example.com/"}))
+                .await,
+        )
+        .await;
         assert_eq!(status, 201);
         let code = body["short_code"].as_str().unwrap().to_owned();
-        assert!(code.len() >= 3 && code.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+        assert!(
+            code.len() >= 3
+                && code
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        );
         assert_eq!(body["short_url"], format!("https://sho.rt/{code}"));
         assert!(codes.insert(code));
     }
@@ -84,7 +115,14 @@ async fn validation_errors(engine: Engine) {
     }
     // Boundaries that must pass.
     let ok = format!("https://example.com/{}", "a".repeat(2048 - 20));
-    let (status, _) = json(app.create(&acc.key, json!({"long_url": ok, "short_code": "a".repeat(50)})).await).await;
+    let (status, _) = json(
+        app.create(
+            &acc.key,
+            json!({"long_url": ok, "short_code": "a".repeat(50)}),
+        )
+        .await,
+    )
+    .await;
     assert_eq!(status, 201);
     let (status, _) = json(app.create(&acc.key, json!({"long_url": "https://example.com", "short_code": "abc", "group_id": null, "domain_id": null})).await).await;
     assert_eq!(status, 201);
@@ -110,11 +148,29 @@ async fn malformed_bodies(engine: Engine) {
         let (status, body) = json(post(bad, Some("application/json")).await.unwrap()).await;
         assert_error(status, &body, 400, "invalid_json");
     }
-    let (status, body) = json(post("{\"long_url\":\"https://a.com\"}", Some("text/plain")).await.unwrap()).await;
+    let (status, body) = json(
+        post("{\"long_url\":\"https://a.com\"}", Some("text/plain"))
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_error(status, &body, 415, "unsupported_media_type");
-    let (status, body) = json(post("{\"long_url\":\"https://a.com\"}", None).await.unwrap()).await;
+    let (status, body) = json(
+        post("{\"long_url\":\"https://a.com\"}", None)
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_error(status, &body, 415, "unsupported_media_type");
-    let (status, _) = json(post("{\"long_url\":\"https://a.com\"}", Some("application/json; charset=utf-8")).await.unwrap()).await;
+    let (status, _) = json(
+        post(
+            "{\"long_url\":\"https://a.com\"}",
+            Some("application/json; charset=utf-8"),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
     assert_eq!(status, 201);
     let huge = format!("{{\"long_url\":\"https://a.com/{}\"}}", "a".repeat(100_000));
     let resp = app
@@ -137,19 +193,42 @@ async fn short_code_exists_per_domain(engine: Engine) {
     let acc = app.account(true).await;
     let other = app.account(true).await;
     let custom = app.custom_domain("go.acme.com", &acc).await;
-    let (s, _) = json(app.create(&acc.key, json!({"long_url": "https://a.com", "short_code": "promo"})).await).await;
+    let (s, _) = json(
+        app.create(
+            &acc.key,
+            json!({"long_url": "https://a.com", "short_code": "promo"}),
+        )
+        .await,
+    )
+    .await;
     assert_eq!(s, 201);
     // Stored lowercase, so a different case is the same code; another account too.
     for (key, code) in [(&acc.key, "PROMO"), (&other.key, "promo")] {
-        let (s, body) = json(app.create(key, json!({"long_url": "https://b.com", "short_code": code})).await).await;
+        let (s, body) = json(
+            app.create(
+                key,
+                json!({"long_url": "https://b.com", "short_code": code}),
+            )
+            .await,
+        )
+        .await;
         assert_error(s, &body, 400, "short_code_exists");
     }
     // The same code on another domain is free.
-    let (s, body) = json(app.create(&acc.key, json!({"long_url": "https://b.com", "short_code": "promo", "domain_id": custom.id})).await).await;
+    let (s, body) = json(
+        app.create(
+            &acc.key,
+            json!({"long_url": "https://b.com", "short_code": "promo", "domain_id": custom.id}),
+        )
+        .await,
+    )
+    .await;
     assert_eq!(s, 201, "{body}");
     assert_eq!(body["short_url"], "https://go.acme.com/promo");
     // A failed creation does not count against the limit.
-    let resp = app.create(&acc.key, json!({"long_url": "https://c.com"})).await;
+    let resp = app
+        .create(&acc.key, json!({"long_url": "https://c.com"}))
+        .await;
     assert_eq!(resp.headers()["x-ratelimit-remaining"], "97");
     app.stop().await;
 }
@@ -161,7 +240,12 @@ async fn concurrent_same_code_one_winner(engine: Engine) {
     for _ in 0..4 {
         keys.push(app.account(true).await.key);
     }
-    let requests = (0..20).map(|i| app.create(&keys[i % 4], json!({"long_url": "https://a.com", "short_code": "race"})));
+    let requests = (0..20).map(|i| {
+        app.create(
+            &keys[i % 4],
+            json!({"long_url": "https://a.com", "short_code": "race"}),
+        )
+    });
     let responses = futures::future::join_all(requests).await;
     let mut created = 0;
     let mut exists = 0;
@@ -189,13 +273,27 @@ async fn group_fallbacks(engine: Engine) {
         (Some(mine.clone()), mine.clone()),
         (Some(mine.to_uppercase()), mine.clone()),
         (Some(theirs.clone()), acc.default_group_id.clone()),
-        (Some(other.default_group_id.clone()), acc.default_group_id.clone()),
+        (
+            Some(other.default_group_id.clone()),
+            acc.default_group_id.clone(),
+        ),
         (Some(unknown), acc.default_group_id.clone()),
         (None, acc.default_group_id.clone()),
     ] {
-        let (s, body) = json(app.create(&acc.key, json!({"long_url": "https://a.com", "group_id": requested})).await).await;
+        let (s, body) = json(
+            app.create(
+                &acc.key,
+                json!({"long_url": "https://a.com", "group_id": requested}),
+            )
+            .await,
+        )
+        .await;
         assert_eq!(s, 201);
-        assert_eq!(body["group_id"], expected.as_str(), "requested {requested:?}");
+        assert_eq!(
+            body["group_id"],
+            expected.as_str(),
+            "requested {requested:?}"
+        );
     }
     app.stop().await;
 }
@@ -220,9 +318,20 @@ async fn domain_fallbacks(engine: Engine) {
         (Some(uuid::Uuid::new_v4().to_string()), &first),
         (None, &first),
     ] {
-        let (s, body) = json(app.create(&acc.key, json!({"long_url": "https://a.com", "domain_id": requested})).await).await;
+        let (s, body) = json(
+            app.create(
+                &acc.key,
+                json!({"long_url": "https://a.com", "domain_id": requested}),
+            )
+            .await,
+        )
+        .await;
         assert_eq!(s, 201);
-        assert_eq!(body["domain_id"], expected.id.as_str(), "requested {requested:?}");
+        assert_eq!(
+            body["domain_id"],
+            expected.id.as_str(),
+            "requested {requested:?}"
+        );
         assert_eq!(body["domain"], expected.domain.as_str());
     }
     app.stop().await;
@@ -231,15 +340,30 @@ async fn domain_fallbacks(engine: Engine) {
 async fn platform_domain_unavailable(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let acc = app.account(true).await;
-    let (s, body) = json(app.create(&acc.key, json!({"long_url": "https://a.com"})).await).await;
+    let (s, body) = json(
+        app.create(&acc.key, json!({"long_url": "https://a.com"}))
+            .await,
+    )
+    .await;
     assert_error(s, &body, 400, "platform_domain_unavailable");
     let d = app.platform_domain("sho.rt").await;
     app.db.disable_domain(&d.id).await.unwrap();
     let custom = app.custom_domain("go.acme.com", &acc).await;
-    let (s, body) = json(app.create(&acc.key, json!({"long_url": "https://a.com"})).await).await;
+    let (s, body) = json(
+        app.create(&acc.key, json!({"long_url": "https://a.com"}))
+            .await,
+    )
+    .await;
     assert_error(s, &body, 400, "platform_domain_unavailable");
     // A custom domain passed explicitly still works, as the error message suggests.
-    let (s, _) = json(app.create(&acc.key, json!({"long_url": "https://a.com", "domain_id": custom.id})).await).await;
+    let (s, _) = json(
+        app.create(
+            &acc.key,
+            json!({"long_url": "https://a.com", "domain_id": custom.id}),
+        )
+        .await,
+    )
+    .await;
     assert_eq!(s, 201);
     app.stop().await;
 }
@@ -248,12 +372,23 @@ async fn blocked_destinations_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
-    app.db.block_domain(&origin_api::domain::Hostname::parse("evil.example").unwrap()).await.unwrap();
-    for url in ["https://evil.example/x", "https://a.b.EVIL.example./", "https://ok.com@evil.example/"] {
+    app.db
+        .block_domain(&origin_api::domain::Hostname::parse("evil.example").unwrap())
+        .await
+        .unwrap();
+    for url in [
+        "https://evil.example/x",
+        "https://a.b.EVIL.example./",
+        "https://ok.com@evil.example/",
+    ] {
         let (s, body) = json(app.create(&acc.key, json!({"long_url": url})).await).await;
         assert_error(s, &body, 400, "validation_error");
     }
-    for url in ["https://notevil.example/", "https://evil.example.com/", "https://evil.example@ok.com/"] {
+    for url in [
+        "https://notevil.example/",
+        "https://evil.example.com/",
+        "https://evil.example@ok.com/",
+    ] {
         let (s, body) = json(app.create(&acc.key, json!({"long_url": url})).await).await;
         assert_eq!(s, 201, "{url}: {body}");
     }

@@ -12,7 +12,8 @@ async fn pages_newest_first(engine: Engine) {
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
     let other = app.account(true).await;
-    app.create(&other.key, json!({"long_url": "https://other.com"})).await;
+    app.create(&other.key, json!({"long_url": "https://other.com"}))
+        .await;
     let mut codes = Vec::new();
     for i in 0..25 {
         let (s, body) = json(app.create(&acc.key, json!({"long_url": format!("https://example.com/{i}"), "short_code": format!("code{i:02}")})).await).await;
@@ -22,13 +23,31 @@ async fn pages_newest_first(engine: Engine) {
     codes.reverse();
     let (s, body) = json(app.get(&acc.key, "/api/v1/external/links").await).await;
     assert_eq!(s, 200);
-    assert_eq!((body["offset"].clone(), body["limit"].clone(), body["total"].clone()), (json!(0), json!(20), json!(25)));
+    assert_eq!(
+        (
+            body["offset"].clone(),
+            body["limit"].clone(),
+            body["total"].clone()
+        ),
+        (json!(0), json!(20), json!(25))
+    );
     let results = body["results"].as_array().unwrap();
     assert_eq!(results.len(), 20);
     let first = &results[0];
     let mut keys: Vec<_> = first.as_object().unwrap().keys().cloned().collect();
     keys.sort();
-    assert_eq!(keys, ["created_at", "domain", "group_id", "id", "is_active", "long_url", "short_code"]);
+    assert_eq!(
+        keys,
+        [
+            "created_at",
+            "domain",
+            "group_id",
+            "id",
+            "is_active",
+            "long_url",
+            "short_code"
+        ]
+    );
     assert_eq!(first["short_code"], "code24");
     assert_eq!(first["long_url"], "https://example.com/24");
     assert_eq!(first["domain"], "sho.rt");
@@ -36,13 +55,23 @@ async fn pages_newest_first(engine: Engine) {
     assert_eq!(first["is_active"], true);
     let created = first["created_at"].as_str().unwrap();
     assert_eq!(created.len(), 27, "{created}");
-    assert!(created.ends_with('Z') && created.as_bytes()[19] == b'.' && created.as_bytes()[10] == b'T', "{created}");
+    assert!(
+        created.ends_with('Z') && created.as_bytes()[19] == b'.' && created.as_bytes()[10] == b'T',
+        "{created}"
+    );
     assert!(created[20..26].bytes().all(|b| b.is_ascii_digit()));
     // Paging through all of them as the spec describes.
     let mut seen = Vec::new();
     let mut offset = 0;
     loop {
-        let (_, page) = json(app.get(&acc.key, &format!("/api/v1/external/links?limit=7&offset={offset}")).await).await;
+        let (_, page) = json(
+            app.get(
+                &acc.key,
+                &format!("/api/v1/external/links?limit=7&offset={offset}"),
+            )
+            .await,
+        )
+        .await;
         assert_eq!(page["limit"], 7);
         assert_eq!(page["offset"], offset);
         for r in page["results"].as_array().unwrap() {
@@ -55,7 +84,11 @@ async fn pages_newest_first(engine: Engine) {
         }
     }
     assert_eq!(seen, codes);
-    let (_, page) = json(app.get(&acc.key, "/api/v1/external/links?offset=1000").await).await;
+    let (_, page) = json(
+        app.get(&acc.key, "/api/v1/external/links?offset=1000")
+            .await,
+    )
+    .await;
     assert_eq!(page["results"], json!([]));
     assert_eq!(page["total"], 25);
     app.stop().await;
@@ -73,7 +106,12 @@ async fn filters(engine: Engine) {
         "https://a.com/100abcoff",
         "https://b.com/x",
     ] {
-        assert_eq!(app.create(&acc.key, json!({"long_url": url})).await.status(), 201);
+        assert_eq!(
+            app.create(&acc.key, json!({"long_url": url}))
+                .await
+                .status(),
+            201
+        );
     }
     let q = |query: &str| {
         let path = format!("/api/v1/external/links?{query}");
@@ -82,28 +120,90 @@ async fn filters(engine: Engine) {
         async move {
             let (s, body) = json(app.get(&key, &path).await).await;
             assert_eq!(s, 200, "{body}");
-            let urls: Vec<String> = body["results"].as_array().unwrap().iter().map(|r| r["long_url"].as_str().unwrap().to_owned()).collect();
+            let urls: Vec<String> = body["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["long_url"].as_str().unwrap().to_owned())
+                .collect();
             (body["total"].as_i64().unwrap(), urls)
         }
     };
     let enc = |s: &str| form_encode(s);
-    assert_eq!(q(&format!("long_url={}", enc("https://a.com/x"))).await.0, 2);
-    assert_eq!(q(&format!("long_url={}&match=exact", enc("https://a.com/x"))).await.0, 2);
-    assert_eq!(q(&format!("long_url={}&match=startswith", enc("https://a.com/x"))).await.0, 3);
-    assert_eq!(q(&format!("long_url={}&match=startswith", enc("https://a.com/"))).await.0, 5);
+    assert_eq!(
+        q(&format!("long_url={}", enc("https://a.com/x"))).await.0,
+        2
+    );
+    assert_eq!(
+        q(&format!("long_url={}&match=exact", enc("https://a.com/x")))
+            .await
+            .0,
+        2
+    );
+    assert_eq!(
+        q(&format!(
+            "long_url={}&match=startswith",
+            enc("https://a.com/x")
+        ))
+        .await
+        .0,
+        3
+    );
+    assert_eq!(
+        q(&format!(
+            "long_url={}&match=startswith",
+            enc("https://a.com/")
+        ))
+        .await
+        .0,
+        5
+    );
     // % and _ are literal characters, not wildcards.
-    let (total, urls) = q(&format!("long_url={}&match=startswith", enc("https://a.com/100%_"))).await;
-    assert_eq!((total, urls), (1, vec!["https://a.com/100%_off".to_owned()]));
-    assert_eq!(q(&format!("long_url={}&match=startswith", enc("https://a.com/_"))).await.0, 0);
-    assert_eq!(q(&format!("long_url={}", enc("https://a.com/100%_off"))).await.0, 1);
-    assert_eq!(q(&format!("long_url={}&match=startswith&limit=1", enc("https://"))).await, (6, vec!["https://b.com/x".to_owned()]));
+    let (total, urls) = q(&format!(
+        "long_url={}&match=startswith",
+        enc("https://a.com/100%_")
+    ))
+    .await;
+    assert_eq!(
+        (total, urls),
+        (1, vec!["https://a.com/100%_off".to_owned()])
+    );
+    assert_eq!(
+        q(&format!(
+            "long_url={}&match=startswith",
+            enc("https://a.com/_")
+        ))
+        .await
+        .0,
+        0
+    );
+    assert_eq!(
+        q(&format!("long_url={}", enc("https://a.com/100%_off")))
+            .await
+            .0,
+        1
+    );
+    assert_eq!(
+        q(&format!(
+            "long_url={}&match=startswith&limit=1",
+            enc("https://")
+        ))
+        .await,
+        (6, vec!["https://b.com/x".to_owned()])
+    );
     assert_eq!(q("long_url=nothing").await, (0, vec![]));
     app.stop().await;
 }
 
 fn form_encode(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -125,11 +225,26 @@ async fn bad_query_values(engine: Engine) {
         ("match=", "invalid_match"),
         (&format!("long_url={long}"), "invalid_long_url"),
     ] {
-        let (s, body) = json(app.get(&acc.key, &format!("/api/v1/external/links?{query}")).await).await;
+        let (s, body) = json(
+            app.get(&acc.key, &format!("/api/v1/external/links?{query}"))
+                .await,
+        )
+        .await;
         assert_error(s, &body, 400, code);
     }
-    for ok in ["limit=1", "limit=100", "offset=0", "match=startswith", "unknown=1", &format!("long_url={}", "a".repeat(2048))] {
-        let (s, body) = json(app.get(&acc.key, &format!("/api/v1/external/links?{ok}")).await).await;
+    for ok in [
+        "limit=1",
+        "limit=100",
+        "offset=0",
+        "match=startswith",
+        "unknown=1",
+        &format!("long_url={}", "a".repeat(2048)),
+    ] {
+        let (s, body) = json(
+            app.get(&acc.key, &format!("/api/v1/external/links?{ok}"))
+                .await,
+        )
+        .await;
         assert_eq!(s, 200, "{ok}: {body}");
     }
     app.stop().await;
@@ -147,7 +262,11 @@ async fn enabled_domains_sorted_and_scoped(engine: Engine) {
     let gone = app.custom_domain("bb.acme.com", &acc).await;
     app.db.disable_domain(&gone.id).await.unwrap();
     app.custom_domain("cc.theirs.com", &other).await;
-    let (s, body) = json(app.get(&acc.key, "/api/v1/external/links/enabled-domains").await).await;
+    let (s, body) = json(
+        app.get(&acc.key, "/api/v1/external/links/enabled-domains")
+            .await,
+    )
+    .await;
     assert_eq!(s, 200);
     let want: Value = json!({"results": [
         {"id": a.id, "domain": "aa.rt"},
@@ -178,4 +297,10 @@ async fn groups_sorted_and_scoped(engine: Engine) {
     app.stop().await;
 }
 
-both_engines!(pages_newest_first, filters, bad_query_values, enabled_domains_sorted_and_scoped, groups_sorted_and_scoped);
+both_engines!(
+    pages_newest_first,
+    filters,
+    bad_query_values,
+    enabled_domains_sorted_and_scoped,
+    groups_sorted_and_scoped
+);

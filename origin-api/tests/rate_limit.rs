@@ -27,7 +27,14 @@ async fn count(responses: Vec<reqwest::Response>) -> (usize, usize) {
                 assert!((1..=3600).contains(&retry), "retry-after {retry}");
                 assert_eq!(headers["x-ratelimit-limit"], "100");
                 assert_eq!(headers["x-ratelimit-remaining"], "0");
-                assert!(headers["x-ratelimit-reset"].to_str().unwrap().parse::<i64>().unwrap() > 1_700_000_000);
+                assert!(
+                    headers["x-ratelimit-reset"]
+                        .to_str()
+                        .unwrap()
+                        .parse::<i64>()
+                        .unwrap()
+                        > 1_700_000_000
+                );
             }
             _ => panic!("unexpected {s}: {body}"),
         }
@@ -39,18 +46,36 @@ async fn exact_under_concurrency(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
-    let requests = (0..130).map(|i| app.create(&acc.key, json!({"long_url": format!("https://example.com/{i}")})));
+    let requests = (0..130).map(|i| {
+        app.create(
+            &acc.key,
+            json!({"long_url": format!("https://example.com/{i}")}),
+        )
+    });
     let responses = futures::future::join_all(requests).await;
     assert_eq!(count(responses).await, (100, 30));
     let (_, list) = json(app.get(&acc.key, "/api/v1/external/links?limit=1").await).await;
     assert_eq!(list["total"], 100);
     // Other endpoints are not limited, and another key has its own budget.
-    assert_eq!(app.get(&acc.key, "/api/v1/external/groups").await.status(), 200);
+    assert_eq!(
+        app.get(&acc.key, "/api/v1/external/groups").await.status(),
+        200
+    );
     let other = app.account(true).await;
-    assert_eq!(app.create(&other.key, json!({"long_url": "https://example.com"})).await.status(), 201);
+    assert_eq!(
+        app.create(&other.key, json!({"long_url": "https://example.com"}))
+            .await
+            .status(),
+        201
+    );
     // A regenerated key is a new key with a new budget (spec: the limit is per API key).
     let fresh = app.db.generate_api_key(&acc.id).await.unwrap();
-    assert_eq!(app.create(fresh.expose(), json!({"long_url": "https://example.com"})).await.status(), 201);
+    assert_eq!(
+        app.create(fresh.expose(), json!({"long_url": "https://example.com"}))
+            .await
+            .status(),
+        201
+    );
     app.stop().await;
 }
 
@@ -60,9 +85,17 @@ async fn remaining_counts_down(engine: Engine) {
     let acc = app.account(true).await;
     let mut reset = None;
     for i in 0..5 {
-        let r = app.create(&acc.key, json!({"long_url": "https://example.com"})).await;
-        assert_eq!(r.headers()["x-ratelimit-remaining"], (99 - i).to_string().as_str());
-        let this_reset = r.headers()["x-ratelimit-reset"].to_str().unwrap().to_owned();
+        let r = app
+            .create(&acc.key, json!({"long_url": "https://example.com"}))
+            .await;
+        assert_eq!(
+            r.headers()["x-ratelimit-remaining"],
+            (99 - i).to_string().as_str()
+        );
+        let this_reset = r.headers()["x-ratelimit-reset"]
+            .to_str()
+            .unwrap()
+            .to_owned();
         // The window is rolling: the reset is when the first creation leaves it.
         assert_eq!(reset.get_or_insert(this_reset.clone()), &this_reset);
         assert!(r.headers().get("retry-after").is_none());
@@ -84,7 +117,11 @@ impl Drop for Server {
 }
 
 async fn start_server(url: &str) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let child = Command::new(env!("CARGO_BIN_EXE_origin-api"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("DATABASE_URL", url)
@@ -123,10 +160,18 @@ async fn shared_by_two_processes(engine: Engine) {
             .json(&json!({"long_url": format!("https://example.com/{i}")}))
             .send()
     });
-    let responses: Vec<_> = futures::future::join_all(requests).await.into_iter().map(Result::unwrap).collect();
+    let responses: Vec<_> = futures::future::join_all(requests)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
     assert_eq!(count(responses).await, (100, 30));
     drop((a, b));
     app.stop().await;
 }
 
-both_engines!(exact_under_concurrency, remaining_counts_down, shared_by_two_processes);
+both_engines!(
+    exact_under_concurrency,
+    remaining_counts_down,
+    shared_by_two_processes
+);

@@ -14,11 +14,21 @@ use shared_crypto::{GroupKey, Payload, TokenCipher};
 const PATH: &str = "/api/v1/public/links/validate-dynamic";
 
 async fn post(app: &TestApp, body: Value) -> (u16, Value) {
-    json(app.client.post(app.url(PATH)).json(&body).send().await.unwrap()).await
+    json(
+        app.client
+            .post(app.url(PATH))
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
 }
 
 fn seal(key: &str, payload: &Payload) -> String {
-    TokenCipher::new(&GroupKey::from_base64url(key).unwrap()).seal_random(payload).unwrap()
+    TokenCipher::new(&GroupKey::from_base64url(key).unwrap())
+        .seal_random(payload)
+        .unwrap()
 }
 
 fn payload(url: &str, back: Option<&str>, expires_at: Option<i64>) -> Payload {
@@ -45,10 +55,24 @@ async fn success(app: &TestApp, group_id: &str, token: &str) -> bool {
 async fn evaluates_tokens(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let acc = app.account(true).await;
-    let group = app.db.create_group(&acc.id, "Dyn", &GroupSettings::default()).await.unwrap();
-    let other = app.db.create_group(&acc.id, "Other", &GroupSettings::default()).await.unwrap();
-    app.db.block_domain(&Hostname::parse("blocked.example").unwrap()).await.unwrap();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let group = app
+        .db
+        .create_group(&acc.id, "Dyn", &GroupSettings::default())
+        .await
+        .unwrap();
+    let other = app
+        .db
+        .create_group(&acc.id, "Other", &GroupSettings::default())
+        .await
+        .unwrap();
+    app.db
+        .block_domain(&Hostname::parse("blocked.example").unwrap())
+        .await
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
     let valid = [
         payload("https://dest.example/path", None, None),
         payload("http://dest.example/upgraded", None, None),
@@ -56,7 +80,10 @@ async fn evaluates_tokens(engine: Engine) {
         payload("https://notblocked.example/", None, None),
     ];
     for p in &valid {
-        assert!(success(&app, &group.id, &seal(&group.key, p)).await, "{p:?}");
+        assert!(
+            success(&app, &group.id, &seal(&group.key, p)).await,
+            "{p:?}"
+        );
     }
     // Upper-case UUIDs name the same group.
     assert!(success(&app, &group.id.to_uppercase(), &seal(&group.key, &valid[0])).await);
@@ -74,25 +101,75 @@ async fn evaluates_tokens(engine: Engine) {
         (group.id.clone(), String::new()),
         (group.id.clone(), format!("{good}==")),
         // payload invalid
-        (group.id.clone(), cipher.seal_plaintext(b"not json", [1; 12])),
-        (group.id.clone(), cipher.seal_plaintext(br#"{"back_param":"x"}"#, [2; 12])),
-        (group.id.clone(), cipher.seal_plaintext(br#"{"destination_url":42}"#, [3; 12])),
+        (
+            group.id.clone(),
+            cipher.seal_plaintext(b"not json", [1; 12]),
+        ),
+        (
+            group.id.clone(),
+            cipher.seal_plaintext(br#"{"back_param":"x"}"#, [2; 12]),
+        ),
+        (
+            group.id.clone(),
+            cipher.seal_plaintext(br#"{"destination_url":42}"#, [3; 12]),
+        ),
         // expired
-        (group.id.clone(), seal(&group.key, &payload("https://dest.example/", None, Some(now - 1)))),
+        (
+            group.id.clone(),
+            seal(
+                &group.key,
+                &payload("https://dest.example/", None, Some(now - 1)),
+            ),
+        ),
         // destination not accepted
-        (group.id.clone(), seal(&group.key, &payload("ftp://dest.example/", None, None))),
-        (group.id.clone(), seal(&group.key, &payload("javascript:alert(1)", None, None))),
-        (group.id.clone(), seal(&group.key, &payload(&long, None, None))),
-        (group.id.clone(), seal(&group.key, &payload(&long[..long.len() - 3], Some("abcd"), None))),
-        (group.id.clone(), seal(&group.key, &payload("https://blocked.example/", None, None))),
-        (group.id.clone(), seal(&group.key, &payload("https://a.b.blocked.example/", None, None))),
+        (
+            group.id.clone(),
+            seal(&group.key, &payload("ftp://dest.example/", None, None)),
+        ),
+        (
+            group.id.clone(),
+            seal(&group.key, &payload("javascript:alert(1)", None, None)),
+        ),
+        (
+            group.id.clone(),
+            seal(&group.key, &payload(&long, None, None)),
+        ),
+        (
+            group.id.clone(),
+            seal(
+                &group.key,
+                &payload(&long[..long.len() - 3], Some("abcd"), None),
+            ),
+        ),
+        (
+            group.id.clone(),
+            seal(&group.key, &payload("https://blocked.example/", None, None)),
+        ),
+        (
+            group.id.clone(),
+            seal(
+                &group.key,
+                &payload("https://a.b.blocked.example/", None, None),
+            ),
+        ),
         // group does not exist
         (uuid::Uuid::new_v4().to_string(), good.clone()),
         ("not-a-uuid".to_owned(), good.clone()),
     ];
-    assert!(success(&app, &group.id, &seal(&group.key, &payload(&long[..long.len() - 1], None, None))).await, "2048 is allowed");
+    assert!(
+        success(
+            &app,
+            &group.id,
+            &seal(&group.key, &payload(&long[..long.len() - 1], None, None))
+        )
+        .await,
+        "2048 is allowed"
+    );
     for (i, (gid, token)) in invalid.into_iter().enumerate() {
-        assert!(!success(&app, &gid, &token).await, "case {i}: {gid} {token}");
+        assert!(
+            !success(&app, &gid, &token).await,
+            "case {i}: {gid} {token}"
+        );
     }
     // Deleting the group invalidates its tokens (spec 2).
     app.db.delete_group(&group.id).await.unwrap();
@@ -102,11 +179,23 @@ async fn evaluates_tokens(engine: Engine) {
 
 async fn malformed_requests(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    for body in [json!({}), json!({"group_id": "x"}), json!({"signature": "x"}), json!({"group_id": 1, "signature": "x"}), json!([])] {
+    for body in [
+        json!({}),
+        json!({"group_id": "x"}),
+        json!({"signature": "x"}),
+        json!({"group_id": 1, "signature": "x"}),
+        json!([]),
+    ] {
         let (s, b) = post(&app, body).await;
         assert_error(s, &b, 400, "validation_error");
     }
-    let send = |body: String, ctype: &'static str| app.client.post(app.url(PATH)).header("content-type", ctype).body(body).send();
+    let send = |body: String, ctype: &'static str| {
+        app.client
+            .post(app.url(PATH))
+            .header("content-type", ctype)
+            .body(body)
+            .send()
+    };
     let (s, b) = json(send("{".to_owned(), "application/json").await.unwrap()).await;
     assert_error(s, &b, 400, "invalid_json");
     let (s, b) = json(send("{}".to_owned(), "text/plain").await.unwrap()).await;
@@ -127,12 +216,22 @@ async fn limited_per_client_ip(engine: Engine) {
     })
     .await;
     let body = json!({"group_id": uuid::Uuid::new_v4().to_string(), "signature": "x"});
-    let from = |ip: &'static str| app.client.post(app.url(PATH)).header("x-forwarded-for", ip).json(&body).send();
+    let from = |ip: &'static str| {
+        app.client
+            .post(app.url(PATH))
+            .header("x-forwarded-for", ip)
+            .json(&body)
+            .send()
+    };
     for _ in 0..5 {
         assert_eq!(from("203.0.113.7, 10.0.0.1").await.unwrap().status(), 200);
     }
     let resp = from("203.0.113.7").await.unwrap();
-    let retry: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry: u64 = resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
     let (s, b) = json(resp).await;
     assert_error(s, &b, 429, "rate_limited");

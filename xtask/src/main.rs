@@ -1,1 +1,341 @@
-fn main() {}
+//! `cargo xtask dev` runs the local stack; `cargo xtask test` installs what is missing and
+//! runs every test. These are the README's two set-up commands; `.ci/run` runs the second.
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("dev") => dev(),
+        Some("test") => test(),
+        _ => Err("usage: cargo xtask <dev|test>\n  dev   run the origin (SQLite) with a seeded demo account\n  test  install what is missing, then run every test".to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Runs a command in the workspace root, failing on a non-zero exit.
+fn run(cmd: &mut Command) -> Result {
+    eprintln!("xtask: $ {}", describe(cmd));
+    let status = cmd
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("{}: {e}", describe(cmd)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed: {status}", describe(cmd)))
+    }
+}
+
+/// Runs a command and returns its stdout.
+fn output(cmd: &mut Command) -> Result<String> {
+    let out = cmd
+        .current_dir(root())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{}: {e}", describe(cmd)))?;
+    if !out.status.success() {
+        return Err(format!("`{}` failed: {}", describe(cmd), out.status));
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
+
+fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+}
+
+fn port_open(addr: &str) -> bool {
+    addr.parse::<SocketAddr>()
+        .is_ok_and(|a| TcpStream::connect_timeout(&a, Duration::from_millis(300)).is_ok())
+}
+
+fn wait_for(what: &str, deadline: Duration, mut ready: impl FnMut() -> bool) -> Result {
+    let end = Instant::now() + deadline;
+    while !ready() {
+        if Instant::now() > end {
+            return Err(format!("{what} did not become ready within {deadline:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// cargo xtask test
+
+/// PostgreSQL for the integration tests: the URL from TEST_POSTGRES_URL, or the local server,
+/// started with the machine's cluster tool when it is down.
+fn ensure_postgres() -> Result {
+    if std::env::var_os("TEST_POSTGRES_URL").is_some() || port_open("127.0.0.1:5432") {
+        return Ok(());
+    }
+    let versions = std::fs::read_dir("/etc/postgresql").map_err(|e| format!("PostgreSQL is not running on 127.0.0.1:5432 and /etc/postgresql is unreadable ({e}); set TEST_POSTGRES_URL"))?;
+    for v in versions.flatten() {
+        let version = v.file_name().to_string_lossy().into_owned();
+        run(Command::new("pg_ctlcluster").args([
+            "--skip-systemctl-redirect",
+            &version,
+            "main",
+            "start",
+        ]))?;
+    }
+    wait_for("PostgreSQL", Duration::from_secs(30), || {
+        port_open("127.0.0.1:5432")
+    })
+}
+
+fn ensure_wasm_target() -> Result {
+    let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    if !installed
+        .lines()
+        .any(|l| l.trim() == "wasm32-unknown-unknown")
+    {
+        run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))?;
+    }
+    Ok(())
+}
+
+/// The Python package the snippet check needs, at the pinned version.
+fn ensure_python_deps() -> Result {
+    let req = std::fs::read_to_string(root().join("snippets/requirements.txt"))
+        .map_err(|e| e.to_string())?;
+    let want = req
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("cryptography=="))
+        .unwrap_or_default()
+        .to_owned();
+    let have = Command::new("python3")
+        .args(["-c", "import cryptography; print(cryptography.__version__)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    if have.as_deref() != Some(want.as_str()) {
+        run(Command::new("python3").args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "-r",
+            "snippets/requirements.txt",
+        ]))?;
+    }
+    Ok(())
+}
+
+fn test() -> Result {
+    ensure_postgres()?;
+    ensure_wasm_target()?;
+    ensure_python_deps()?;
+    if root().join("scripts/install-edge-toolchain.sh").exists() {
+        run(Command::new("bash").arg("scripts/install-edge-toolchain.sh"))?;
+    }
+    // The protocol crate must build for the edge.
+    run(cargo().args([
+        "build",
+        "-p",
+        "shared-crypto",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--no-default-features",
+    ]))?;
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    // Unit and integration tests on SQLite and PostgreSQL; property tests with a bounded budget.
+    let cases = std::env::var("PROPTEST_CASES").unwrap_or_else(|_| "2000".to_owned());
+    run(cargo()
+        .args(["test", "--workspace"])
+        .env("PROPTEST_CASES", cases))?;
+    // The README's JavaScript and Python snippets make tokens the Rust side accepts.
+    run(cargo().args(["build", "-p", "shortlink"]))?;
+    let shortlink = root().join("target/debug/shortlink");
+    run(Command::new("bash")
+        .arg("snippets/check.sh")
+        .env("SHORTLINK_BIN", shortlink))?;
+    if root().join("scripts/edge-test.sh").exists() {
+        run(Command::new("bash").arg("scripts/edge-test.sh"))?;
+    }
+    eprintln!("xtask: all tests passed");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// cargo xtask dev
+
+/// Kills the child when dropped, so Ctrl-C or an error never leaves a server behind.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const DEMO_EMAIL: &str = "demo@shortlink.local";
+const DEMO_DOMAIN: &str = "sho.localhost";
+
+fn admin(bin: &Path, db: &str, args: &[&str]) -> Result<serde_json::Value> {
+    let out = output(
+        Command::new(bin)
+            .args(args)
+            .env("DATABASE_URL", db)
+            .env("RUST_LOG", "warn"),
+    )?;
+    serde_json::from_str(&out).map_err(|e| format!("{args:?} printed no JSON: {e}"))
+}
+
+fn field(v: &serde_json::Value, name: &str) -> Result<String> {
+    v[name]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("missing {name} in {v}"))
+}
+
+fn dev() -> Result {
+    let db =
+        std::env::var("DATABASE_URL").unwrap_or_else(|_| "sqlite://shortlink-dev.db".to_owned());
+    let origin_addr = std::env::var("ORIGIN_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
+    run(cargo().args(["build", "--quiet", "-p", "origin-api"]))?;
+    let bin = root().join("target/debug/origin-api");
+    admin(&bin, &db, &["migrate"])?;
+
+    // Seed idempotently: reuse the demo account, domain and group if they exist.
+    let existing = Command::new(&bin)
+        .args(["admin", "account", "get", "--email", DEMO_EMAIL])
+        .env("DATABASE_URL", &db)
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok());
+    let account = match existing {
+        Some(a) => a,
+        None => admin(
+            &bin,
+            &db,
+            &["admin", "account", "create", "--email", DEMO_EMAIL],
+        )?,
+    };
+    let account_id = field(&account, "id")?;
+    let _ = admin(
+        &bin,
+        &db,
+        &[
+            "admin",
+            "domain",
+            "add",
+            "--host",
+            DEMO_DOMAIN,
+            "--platform",
+            "--fallback-url",
+            "https://example.com/",
+        ],
+    );
+    let groups = admin(
+        &bin,
+        &db,
+        &["admin", "group", "list", "--account", &account_id],
+    )?;
+    let demo = groups["results"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == "Demo").cloned());
+    let group = match demo {
+        Some(g) => g,
+        None => admin(
+            &bin,
+            &db,
+            &[
+                "admin",
+                "group",
+                "create",
+                "--account",
+                &account_id,
+                "--name",
+                "Demo",
+                "--settings",
+                r#"{"access":{"block_bots":true},"analytics":{"enabled":true}}"#,
+            ],
+        )?,
+    };
+    // Keys are shown once and stored hashed: each run issues a fresh one.
+    let key = field(
+        &admin(
+            &bin,
+            &db,
+            &["admin", "api-key", "generate", "--account", &account_id],
+        )?,
+        "api_key",
+    )?;
+
+    let mut origin = Guard(
+        Command::new(&bin)
+            .args(["serve", "--listen", &origin_addr])
+            .env("DATABASE_URL", &db)
+            .current_dir(root())
+            .spawn()
+            .map_err(|e| format!("cannot start origin-api: {e}"))?,
+    );
+    wait_for("origin", Duration::from_secs(30), || {
+        port_open(&origin_addr)
+    })?;
+    let (group_id, group_key) = (field(&group, "id")?, field(&group, "key")?);
+    println!(
+        r#"
+Shortlink is running.
+  origin    http://{origin_addr}   (database {db})
+  API key   {key}
+  group     {group_id}
+  group key {group_key}
+
+Try:
+  curl -s -X POST http://{origin_addr}/api/v1/external/links/create-link \
+       -H 'Authorization: Token {key}' -H 'Content-Type: application/json' \
+       -d '{{"long_url": "https://www.rust-lang.org/", "short_code": "rust"}}'
+  curl -s 'http://{origin_addr}/api/v1/external/links?limit=5' -H 'Authorization: Token {key}'
+  cargo run -q -p shortlink -- sign --group-key {group_key} --group-id {group_id} \
+       --domain {DEMO_DOMAIN} --destination https://example.com/hello --expires-in 1h
+
+Ctrl-C stops everything."#
+    );
+    // Wait until the origin exits (Ctrl-C reaches the whole process group).
+    let status = origin.0.wait().map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("origin-api exited: {status}"))
+    }
+}

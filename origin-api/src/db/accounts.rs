@@ -16,7 +16,11 @@ pub(crate) const DEFAULT_GROUP_NAME: &str = "Default";
 
 impl Db {
     /// Creates an account and its default group in one transaction.
-    pub async fn create_account(&self, email: &str, api_access: bool) -> Result<NewAccount, StoreError> {
+    pub async fn create_account(
+        &self,
+        email: &str,
+        api_access: bool,
+    ) -> Result<NewAccount, StoreError> {
         let email = normalise_email(email)?;
         let now = Micros::now().0;
         let id = new_id();
@@ -35,14 +39,26 @@ impl Db {
         .await;
         match inserted {
             Err(e) if super::is_unique_violation(&e) => {
-                return Err(StoreError::Conflict(format!("an account with email {email} exists")));
+                return Err(StoreError::Conflict(format!(
+                    "an account with email {email} exists"
+                )));
             }
             r => r?,
         };
-        groups::insert_group(&mut tx, &group_id, &id, DEFAULT_GROUP_NAME, &GroupSettings::default(), now)
-            .await?;
+        groups::insert_group(
+            &mut tx,
+            &group_id,
+            &id,
+            DEFAULT_GROUP_NAME,
+            &GroupSettings::default(),
+            now,
+        )
+        .await?;
         tx.commit().await?;
-        Ok(NewAccount { id, default_group_id: group_id })
+        Ok(NewAccount {
+            id,
+            default_group_id: group_id,
+        })
     }
 
     /// The account with this email.
@@ -53,7 +69,10 @@ impl Db {
             .fetch_optional(&self.read)
             .await?
             .ok_or(StoreError::NotFound("account"))?;
-        Ok(NewAccount { id: row.try_get("id")?, default_group_id: row.try_get("default_group_id")? })
+        Ok(NewAccount {
+            id: row.try_get("id")?,
+            default_group_id: row.try_get("default_group_id")?,
+        })
     }
 
     /// Fails with NotFound unless the account exists.
@@ -73,7 +92,13 @@ fn normalise_email(raw: &str) -> Result<String, StoreError> {
     let valid = email.len() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && matches!(email.split_once('@'), Some((l, d)) if !l.is_empty() && d.contains('.') && !d.contains('@'));
-    if valid { Ok(email) } else { Err(StoreError::Conflict(format!("{raw:?} is not a valid email address"))) }
+    if valid {
+        Ok(email)
+    } else {
+        Err(StoreError::Conflict(format!(
+            "{raw:?} is not a valid email address"
+        )))
+    }
 }
 
 #[cfg(test)]

@@ -51,7 +51,10 @@ fn parent_domains(host: &str) -> Vec<&str> {
 mod tests {
     #[test]
     fn parents() {
-        assert_eq!(super::parent_domains("a.b.com"), ["a.b.com", "b.com", "com"]);
+        assert_eq!(
+            super::parent_domains("a.b.com"),
+            ["a.b.com", "b.com", "com"]
+        );
         assert!(super::parent_domains("").is_empty());
     }
 }

@@ -49,11 +49,15 @@ impl Db {
         .execute(&self.write)
         .await;
         match inserted {
-            Err(e) if super::is_unique_violation(&e) => {
-                Err(StoreError::Conflict(format!("domain {} exists", host.as_str())))
-            }
+            Err(e) if super::is_unique_violation(&e) => Err(StoreError::Conflict(format!(
+                "domain {} exists",
+                host.as_str()
+            ))),
             Err(e) => Err(e.into()),
-            Ok(_) => Ok(DomainRow { id, domain: host.as_str().to_owned() }),
+            Ok(_) => Ok(DomainRow {
+                id,
+                domain: host.as_str().to_owned(),
+            }),
         }
     }
 
@@ -79,7 +83,12 @@ impl Db {
         .await?;
         let mut domains = rows
             .iter()
-            .map(|r| Ok(DomainRow { id: r.try_get("id")?, domain: r.try_get("host")? }))
+            .map(|r| {
+                Ok(DomainRow {
+                    id: r.try_get("id")?,
+                    domain: r.try_get("host")?,
+                })
+            })
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         domains.sort_by(|a, b| (&a.domain, &a.id).cmp(&(&b.domain, &b.id)));
         Ok(domains)

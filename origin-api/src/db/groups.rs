@@ -44,7 +44,11 @@ pub(super) async fn insert_group(
     .bind(now)
     .execute(&mut **tx)
     .await?;
-    Ok(GroupRow { id: id.to_owned(), name: name.to_owned(), key })
+    Ok(GroupRow {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        key,
+    })
 }
 
 /// Alphabetical by name, case-insensitively, then exact name and id so the order is total.
@@ -83,7 +87,15 @@ impl Db {
         if exists.is_none() {
             return Err(StoreError::NotFound("account"));
         }
-        let row = insert_group(&mut tx, &new_id(), account_id, name, settings, Micros::now().0).await?;
+        let row = insert_group(
+            &mut tx,
+            &new_id(),
+            account_id,
+            name,
+            settings,
+            Micros::now().0,
+        )
+        .await?;
         tx.commit().await?;
         Ok(row)
     }
@@ -108,7 +120,11 @@ impl Db {
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(GroupRow { id: row.try_get("id")?, name: row.try_get("name")?, key: row.try_get("key")? })
+        Ok(GroupRow {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            key: row.try_get("key")?,
+        })
     }
 
     /// Deletes a group. Its links move to the account's default group, so no link is lost;
@@ -134,7 +150,10 @@ impl Db {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM groups WHERE id = $1").bind(id).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM groups WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -148,7 +167,13 @@ impl Db {
             .await?;
         let mut groups = rows
             .iter()
-            .map(|r| Ok(GroupRow { id: r.try_get("id")?, name: r.try_get("name")?, key: r.try_get("key")? }))
+            .map(|r| {
+                Ok(GroupRow {
+                    id: r.try_get("id")?,
+                    name: r.try_get("name")?,
+                    key: r.try_get("key")?,
+                })
+            })
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         sort_by_name(&mut groups, |g| (&g.name, &g.id));
         Ok(groups)

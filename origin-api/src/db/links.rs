@@ -91,8 +91,15 @@ fn round_up_seconds(micros: i64) -> i64 {
 impl Db {
     /// Creates a link under the key's rate limit, all in one transaction: the limit, the
     /// insert and the counters commit together or not at all.
-    pub async fn create_link(&self, req: &CreateLink) -> Result<(CreatedLink, RateLimitState), StoreError> {
-        let attempts = if req.short_code.is_some() { 1 } else { GENERATE_ATTEMPTS };
+    pub async fn create_link(
+        &self,
+        req: &CreateLink,
+    ) -> Result<(CreatedLink, RateLimitState), StoreError> {
+        let attempts = if req.short_code.is_some() {
+            1
+        } else {
+            GENERATE_ATTEMPTS
+        };
         for _ in 0..attempts {
             let code = req.short_code.clone().unwrap_or_else(ShortCode::generate);
             match self.try_create_link(req, &code).await {
@@ -101,7 +108,9 @@ impl Db {
                 result => return result,
             }
         }
-        Err(StoreError::Conflict("could not generate a unique short code".to_owned()))
+        Err(StoreError::Conflict(
+            "could not generate a unique short code".to_owned(),
+        ))
     }
 
     async fn try_create_link(
@@ -126,7 +135,8 @@ impl Db {
             return Err(StoreError::RateLimited(limit));
         }
         let group_id = resolve_group(&mut tx, &req.account_id, req.group_id.as_deref()).await?;
-        let (domain_id, host) = resolve_domain(&mut tx, &req.account_id, req.domain_id.as_deref()).await?;
+        let (domain_id, host) =
+            resolve_domain(&mut tx, &req.account_id, req.domain_id.as_deref()).await?;
         let id = new_id();
         let inserted = sqlx::query(
             "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at) \
@@ -158,7 +168,11 @@ impl Db {
         let state = RateLimitState {
             remaining: limit.remaining - 1,
             // With nothing counted before, this creation is the oldest in the window.
-            reset_at: if limit.remaining == RATE_LIMIT { round_up_seconds(now + WINDOW_MICROS) } else { limit.reset_at },
+            reset_at: if limit.remaining == RATE_LIMIT {
+                round_up_seconds(now + WINDOW_MICROS)
+            } else {
+                limit.reset_at
+            },
             ..limit
         };
         let link = CreatedLink {
@@ -186,7 +200,10 @@ impl Db {
             None => (String::new(), None),
             Some((_, MatchMode::Exact)) => (" AND long_url = $2".to_owned(), None),
             Some((prefix, MatchMode::StartsWith)) => match prefix_upper_bound(prefix) {
-                Some(upper) => (" AND long_url >= $2 AND long_url < $3".to_owned(), Some(upper)),
+                Some(upper) => (
+                    " AND long_url >= $2 AND long_url < $3".to_owned(),
+                    Some(upper),
+                ),
                 None => (" AND long_url >= $2".to_owned(), None),
             },
         };
@@ -209,7 +226,13 @@ impl Db {
             q.fetch_one(&mut *tx).await?.try_get("n")?
         };
         // Page the narrow index first, then join the few rows that survive the offset.
-        let (lim_i, off_i) = if bound.is_some() { (4, 5) } else if filter.is_some() { (3, 4) } else { (2, 3) };
+        let (lim_i, off_i) = if bound.is_some() {
+            (4, 5)
+        } else if filter.is_some() {
+            (3, 4)
+        } else {
+            (2, 3)
+        };
         let sql = format!(
             "SELECT p.id, p.short_code, p.long_url, d.host, p.group_id, p.is_active, p.created_at \
              FROM (SELECT id, short_code, long_url, domain_id, group_id, is_active, created_at FROM links \
@@ -248,17 +271,23 @@ impl Db {
 }
 
 /// Drops creations older than the window and reports what is left of the limit.
-async fn rate_window(tx: &mut Transaction<'_, Any>, key_id: &str, now: i64) -> Result<RateLimitState, StoreError> {
+async fn rate_window(
+    tx: &mut Transaction<'_, Any>,
+    key_id: &str,
+    now: i64,
+) -> Result<RateLimitState, StoreError> {
     let window_start = now - WINDOW_MICROS;
     sqlx::query("DELETE FROM link_creations WHERE key_id = $1 AND created_at <= $2")
         .bind(key_id)
         .bind(window_start)
         .execute(&mut **tx)
         .await?;
-    let row = sqlx::query("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM link_creations WHERE key_id = $1")
-        .bind(key_id)
-        .fetch_one(&mut **tx)
-        .await?;
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM link_creations WHERE key_id = $1",
+    )
+    .bind(key_id)
+    .fetch_one(&mut **tx)
+    .await?;
     let used: i64 = row.try_get("n")?;
     let oldest: Option<i64> = row.try_get("oldest")?;
     let remaining = u32::try_from(i64::from(RATE_LIMIT) - used).unwrap_or(0);
@@ -267,12 +296,20 @@ async fn rate_window(tx: &mut Transaction<'_, Any>, key_id: &str, now: i64) -> R
         limit: RATE_LIMIT,
         remaining,
         reset_at: round_up_seconds(frees_at),
-        retry_after: if remaining == 0 { round_up_seconds(frees_at - now).max(1) } else { 0 },
+        retry_after: if remaining == 0 {
+            round_up_seconds(frees_at - now).max(1)
+        } else {
+            0
+        },
     })
 }
 
 /// The requested group if it is the caller's, else the account's default group (spec 4.1).
-async fn resolve_group(tx: &mut Transaction<'_, Any>, account_id: &str, requested: Option<&str>) -> Result<String, StoreError> {
+async fn resolve_group(
+    tx: &mut Transaction<'_, Any>,
+    account_id: &str,
+    requested: Option<&str>,
+) -> Result<String, StoreError> {
     if let Some(id) = requested {
         let row = sqlx::query("SELECT id FROM groups WHERE id = $1 AND account_id = $2")
             .bind(id)

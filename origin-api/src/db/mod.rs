@@ -86,7 +86,10 @@ impl From<sqlx::Error> for StoreError {
             }
             // SQLite busy beyond busy_timeout, or PostgreSQL shutting down / too many clients.
             sqlx::Error::Database(ref d)
-                if matches!(d.code().as_deref(), Some("5" | "6" | "57P01" | "57P03" | "53300")) =>
+                if matches!(
+                    d.code().as_deref(),
+                    Some("5" | "6" | "57P01" | "57P03" | "53300")
+                ) =>
             {
                 Self::Unavailable(e)
             }
@@ -145,15 +148,25 @@ impl Db {
             Engine::Sqlite => {
                 let url = sqlite_create_if_missing(url);
                 let write = options().max_connections(1).connect(&url).await?;
-                let read = options().max_connections(max_connections.max(1)).connect(&url).await?;
+                let read = options()
+                    .max_connections(max_connections.max(1))
+                    .connect(&url)
+                    .await?;
                 (read, write)
             }
             Engine::Postgres => {
-                let pool = options().max_connections(max_connections.max(2)).connect(url).await?;
+                let pool = options()
+                    .max_connections(max_connections.max(2))
+                    .connect(url)
+                    .await?;
                 (pool.clone(), pool)
             }
         };
-        Ok(Self { engine, read, write })
+        Ok(Self {
+            engine,
+            read,
+            write,
+        })
     }
 
     /// The engine in use.
@@ -164,8 +177,16 @@ impl Db {
     /// Applies pending migrations for this engine.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match self.engine {
-            Engine::Sqlite => sqlx::migrate!("../migrations/sqlite").run(&self.write).await?,
-            Engine::Postgres => sqlx::migrate!("../migrations/postgres").run(&self.write).await?,
+            Engine::Sqlite => {
+                sqlx::migrate!("../migrations/sqlite")
+                    .run(&self.write)
+                    .await?
+            }
+            Engine::Postgres => {
+                sqlx::migrate!("../migrations/postgres")
+                    .run(&self.write)
+                    .await?
+            }
         }
         Ok(())
     }

@@ -107,10 +107,12 @@ impl fmt::Debug for ApiKeyHash {
 
 fn hex(bytes: &[u8]) -> String {
     use fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 #[cfg(test)]
@@ -139,7 +141,10 @@ mod tests {
             ApiKey::from_authorization(&format!("Bearer {k}")).unwrap_err(),
             KeyFormatError::WrongScheme
         );
-        assert_eq!(ApiKey::from_authorization(k).unwrap_err(), KeyFormatError::WrongScheme);
+        assert_eq!(
+            ApiKey::from_authorization(k).unwrap_err(),
+            KeyFormatError::WrongScheme
+        );
         assert_eq!(
             ApiKey::from_authorization("Token slk_short").unwrap_err(),
             KeyFormatError::Malformed

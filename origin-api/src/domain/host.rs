@@ -22,7 +22,9 @@ impl Hostname {
                 && label.len() <= 63
                 && !label.starts_with('-')
                 && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-');
             if !ok {
                 return Err(bad());
             }
@@ -48,7 +50,17 @@ mod tests {
 
     #[test]
     fn rejects_bad_hosts() {
-        for bad in ["", "localhost", "a..b", "-a.b", "a-.b", "a_b.c", "a.b/c", "a b.c", "a.b:80"] {
+        for bad in [
+            "",
+            "localhost",
+            "a..b",
+            "-a.b",
+            "a-.b",
+            "a_b.c",
+            "a.b/c",
+            "a b.c",
+            "a.b:80",
+        ] {
             assert!(Hostname::parse(bad).is_err(), "{bad:?}");
         }
         assert!(Hostname::parse(&format!("{}.com", "a".repeat(64))).is_err());

@@ -38,7 +38,10 @@ pub struct ListQueryError {
 }
 
 fn err(code: &'static str, detail: impl Into<String>) -> ListQueryError {
-    ListQueryError { code, detail: detail.into() }
+    ListQueryError {
+        code,
+        detail: detail.into(),
+    }
 }
 
 /// Plain decimal digits only: no sign, no spaces, no exponent.
@@ -71,13 +74,23 @@ impl ListQuery {
             Some(v) => parse_digits(&v)
                 .filter(|n| (1..=u64::from(MAX_LIMIT)).contains(n))
                 .map(|n| n as u32)
-                .ok_or_else(|| err("invalid_limit", format!("limit must be an integer from 1 to {MAX_LIMIT}")))?,
+                .ok_or_else(|| {
+                    err(
+                        "invalid_limit",
+                        format!("limit must be an integer from 1 to {MAX_LIMIT}"),
+                    )
+                })?,
         };
         let offset = match offset {
             None => 0,
             Some(v) => parse_digits(&v)
                 .filter(|n| *n <= MAX_OFFSET)
-                .ok_or_else(|| err("invalid_offset", format!("offset must be an integer from 0 to {MAX_OFFSET}")))?,
+                .ok_or_else(|| {
+                    err(
+                        "invalid_offset",
+                        format!("offset must be an integer from 0 to {MAX_OFFSET}"),
+                    )
+                })?,
         };
         let mode = match mode.as_deref() {
             None | Some("exact") => MatchMode::Exact,
@@ -94,7 +107,11 @@ impl ListQuery {
             }
             Some(v) => Some((v, mode)),
         };
-        Ok(Self { limit, offset, filter })
+        Ok(Self {
+            limit,
+            offset,
+            filter,
+        })
     }
 }
 
@@ -135,10 +152,24 @@ mod tests {
     fn bounds_and_codes() {
         assert_eq!(q("limit=1").unwrap().limit, 1);
         assert_eq!(q("limit=100").unwrap().limit, 100);
-        for bad in ["limit=0", "limit=101", "limit=", "limit=-1", "limit=+5", "limit=1.0", "limit=abc", "limit=1&limit=2"] {
+        for bad in [
+            "limit=0",
+            "limit=101",
+            "limit=",
+            "limit=-1",
+            "limit=+5",
+            "limit=1.0",
+            "limit=abc",
+            "limit=1&limit=2",
+        ] {
             assert_eq!(q(bad).unwrap_err().code, "invalid_limit", "{bad}");
         }
-        for bad in ["offset=-1", "offset=x", "offset=", "offset=99999999999999999999"] {
+        for bad in [
+            "offset=-1",
+            "offset=x",
+            "offset=",
+            "offset=99999999999999999999",
+        ] {
             assert_eq!(q(bad).unwrap_err().code, "invalid_offset", "{bad}");
         }
         assert_eq!(q("match=prefix").unwrap_err().code, "invalid_match");
@@ -149,8 +180,13 @@ mod tests {
 
     #[test]
     fn filter_is_decoded() {
-        let f = q("long_url=https%3A%2F%2Fa.com%2F%25_&match=startswith").unwrap().filter;
-        assert_eq!(f, Some(("https://a.com/%_".to_owned(), MatchMode::StartsWith)));
+        let f = q("long_url=https%3A%2F%2Fa.com%2F%25_&match=startswith")
+            .unwrap()
+            .filter;
+        assert_eq!(
+            f,
+            Some(("https://a.com/%_".to_owned(), MatchMode::StartsWith))
+        );
     }
 
     #[test]

@@ -32,7 +32,10 @@ impl LongUrl {
             }
             other => ValidationError::new(format!("long_url is not a valid URL: {other}")),
         })?;
-        Ok(Self { host: dest.host().to_owned(), url: dest.into_string() })
+        Ok(Self {
+            host: dest.host().to_owned(),
+            url: dest.into_string(),
+        })
     }
 
     /// The URL as given.

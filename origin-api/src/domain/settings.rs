@@ -58,7 +58,8 @@ pub struct Analytics {
 impl GroupSettings {
     /// Parses and checks settings JSON; country codes are normalised to uppercase.
     pub fn parse(json: &str) -> Result<Self, ValidationError> {
-        let invalid = |e: serde_json::Error| ValidationError::new(format!("invalid group settings: {e}"));
+        let invalid =
+            |e: serde_json::Error| ValidationError::new(format!("invalid group settings: {e}"));
         let value: serde_json::Value = serde_json::from_str(json).map_err(invalid)?;
         // serde would also read a struct from an array; settings are an object, nothing else.
         if !value.is_object() {
@@ -110,7 +111,10 @@ mod tests {
         assert_eq!(s.access.allow_countries, ["US", "DE"]);
         assert!(s.analytics.enabled);
         assert_eq!(GroupSettings::parse(&s.to_json()).unwrap(), s);
-        assert_eq!(GroupSettings::parse("{}").unwrap(), GroupSettings::default());
+        assert_eq!(
+            GroupSettings::parse("{}").unwrap(),
+            GroupSettings::default()
+        );
     }
 
     #[test]

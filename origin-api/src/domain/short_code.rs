@@ -61,7 +61,16 @@ mod tests {
 
     #[test]
     fn rejects_length_and_characters() {
-        for bad in ["", "ab", &"a".repeat(51), "abc!", "a b c", "ábc", "abc/", "abc.d"] {
+        for bad in [
+            "",
+            "ab",
+            &"a".repeat(51),
+            "abc!",
+            "a b c",
+            "ábc",
+            "abc/",
+            "abc.d",
+        ] {
             assert!(ShortCode::parse(bad).is_err(), "{bad:?} accepted");
         }
     }

@@ -24,7 +24,10 @@ pub(crate) struct ClientIp(pub(crate) Option<IpAddr>);
 impl FromRequestParts<super::AppState> for ClientIp {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &super::AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &super::AppState,
+    ) -> Result<Self, ApiError> {
         if let Some(name) = &state.client_ip.header {
             // X-Forwarded-For may hold a chain; the left-most entry is the original client.
             let from_header = parts
@@ -37,7 +40,10 @@ impl FromRequestParts<super::AppState> for ClientIp {
                 return Ok(Self(from_header));
             }
         }
-        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip());
         Ok(Self(peer))
     }
 }
@@ -71,10 +77,13 @@ impl IpRateLimiter {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() >= MAX_TRACKED && !buckets.contains_key(&ip) {
             let (burst, rate) = (self.burst, self.per_second);
-            buckets.retain(|_, (tokens, at)| *tokens + now.duration_since(*at).as_secs_f64() * rate < burst);
+            buckets.retain(|_, (tokens, at)| {
+                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
+            });
         }
         let (tokens, at) = buckets.entry(ip).or_insert((self.burst, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
+        *tokens =
+            (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
         *at = now;
         if *tokens >= 1.0 {
             *tokens -= 1.0;
@@ -100,8 +109,14 @@ mod tests {
             assert!(limiter.check(a, t0).is_ok());
         }
         assert_eq!(limiter.check(a, t0), Err(1));
-        assert!(limiter.check(b, t0).is_ok(), "another address has its own bucket");
-        assert!(limiter.check(a, t0 + Duration::from_millis(1_000)).is_ok(), "one token a second");
+        assert!(
+            limiter.check(b, t0).is_ok(),
+            "another address has its own bucket"
+        );
+        assert!(
+            limiter.check(a, t0 + Duration::from_millis(1_000)).is_ok(),
+            "one token a second"
+        );
         assert!(limiter.check(a, t0 + Duration::from_millis(1_100)).is_err());
     }
 }

@@ -46,16 +46,25 @@ async fn validate(
         // The reason is for operators; the client only learns success: false (spec 4.6).
         tracing::debug!(reason, "dynamic link rejected");
     }
-    Ok(Json(Outcome { success: verdict.is_ok() }))
+    Ok(Json(Outcome {
+        success: verdict.is_ok(),
+    }))
 }
 
 /// Ok(()) for a valid token, Err(reason) for an invalid one; the outer error is ours (503/500).
-async fn evaluate(state: &AppState, body: &ValidateBody) -> Result<Result<(), &'static str>, ApiError> {
+async fn evaluate(
+    state: &AppState,
+    body: &ValidateBody,
+) -> Result<Result<(), &'static str>, ApiError> {
     // An id that is not a UUID names no group: "the group does not exist".
     let Ok(group_id) = uuid::Uuid::try_parse(&body.group_id) else {
         return Ok(Err("group"));
     };
-    let Some(key) = state.db.group_key(&group_id.hyphenated().to_string()).await? else {
+    let Some(key) = state
+        .db
+        .group_key(&group_id.hyphenated().to_string())
+        .await?
+    else {
         return Ok(Err("group"));
     };
     let Ok(key) = GroupKey::from_base64url(&key) else {
@@ -65,10 +74,11 @@ async fn evaluate(state: &AppState, body: &ValidateBody) -> Result<Result<(), &'
     let now = Micros::now().unix_seconds();
     // The blocklist lives in the database: check the final host there, after the token rules.
     let no_blocklist: &[&str] = &[];
-    let evaluation = match TokenCipher::new(&key).evaluate_with_payload(&body.signature, now, no_blocklist) {
-        Ok(e) => e,
-        Err(e) => return Ok(Err(e.reason())),
-    };
+    let evaluation =
+        match TokenCipher::new(&key).evaluate_with_payload(&body.signature, now, no_blocklist) {
+            Ok(e) => e,
+            Err(e) => return Ok(Err(e.reason())),
+        };
     let host = shared_crypto::extract_host(&evaluation.redirect_to)
         .map(shared_crypto::normalize_host)
         .unwrap_or_default();

@@ -27,7 +27,9 @@ pub enum ApiError {
     #[error("short_code is already taken on this domain")]
     ShortCodeExists,
     /// 400 `platform_domain_unavailable`.
-    #[error("no platform domain is available at the moment; retry later or pass the domain_id of a custom domain")]
+    #[error(
+        "no platform domain is available at the moment; retry later or pass the domain_id of a custom domain"
+    )]
     PlatformDomainUnavailable,
     /// 401: missing header, wrong scheme, malformed, unknown or revoked key.
     #[error("{0}")]
@@ -77,13 +79,17 @@ impl ApiError {
             Self::InvalidJson(_) => (StatusCode::BAD_REQUEST, "invalid_json"),
             Self::InvalidQuery { code, .. } => (StatusCode::BAD_REQUEST, code),
             Self::ShortCodeExists => (StatusCode::BAD_REQUEST, "short_code_exists"),
-            Self::PlatformDomainUnavailable => (StatusCode::BAD_REQUEST, "platform_domain_unavailable"),
+            Self::PlatformDomainUnavailable => {
+                (StatusCode::BAD_REQUEST, "platform_domain_unavailable")
+            }
             Self::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "not_authenticated"),
             Self::Forbidden => (StatusCode::FORBIDDEN, "permission_denied"),
             Self::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            Self::UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+            Self::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
             Self::RateLimited(_) | Self::TooManyRequests { .. } => {
                 (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
             }
@@ -109,7 +115,10 @@ pub(crate) fn rate_limit_headers(state: &RateLimitState, headers: &mut HeaderMap
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, error_code) = self.status_and_code();
-        let body = Body { detail: self.to_string(), error_code };
+        let body = Body {
+            detail: self.to_string(),
+            error_code,
+        };
         let mut response = (status, axum::Json(body)).into_response();
         match &self {
             Self::RateLimited(state) => rate_limit_headers(state, response.headers_mut()),
@@ -119,10 +128,14 @@ impl IntoResponse for ApiError {
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Token"));
             }
             Self::TooManyRequests { retry_after } => {
-                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
             Self::Unavailable => {
-                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(1));
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(1));
             }
             _ => {}
         }

@@ -46,7 +46,9 @@ pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024;
 #[derive(Debug)]
 pub(crate) struct JsonBody<T, const LIMIT: usize = MAX_BODY_BYTES>(pub(crate) T);
 
-impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT> {
+impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S>
+    for JsonBody<T, LIMIT>
+{
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
@@ -57,7 +59,8 @@ impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S> for
             .and_then(|v| v.split(';').next())
             .map(|mime| {
                 let mime = mime.trim().to_ascii_lowercase();
-                mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+                mime == "application/json"
+                    || (mime.starts_with("application/") && mime.ends_with("+json"))
             })
             .unwrap_or(false);
         if !is_json {

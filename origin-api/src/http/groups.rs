@@ -25,5 +25,10 @@ async fn list_groups(
     Caller(caller): Caller,
 ) -> Result<Json<Results<Group>>, ApiError> {
     let groups = state.db.list_groups(&caller.account_id).await?;
-    Ok(Json(Results { results: groups.into_iter().map(|(id, name)| Group { id, name }).collect() }))
+    Ok(Json(Results {
+        results: groups
+            .into_iter()
+            .map(|(id, name)| Group { id, name })
+            .collect(),
+    }))
 }

@@ -1,8 +1,8 @@
 //! `/api/v1/external/links`: create (4.1), list (4.2), enabled domains (4.3).
 
+use super::AppState;
 use super::error::{ApiError, rate_limit_headers};
 use super::extract::{Caller, JsonBody};
-use super::AppState;
 use crate::db::{CreateLink, CreatedLink, DomainRow, ListedLink};
 use crate::domain::{ListQuery, LongUrl, ShortCode};
 use axum::extract::{RawQuery, State};
@@ -17,7 +17,10 @@ pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/external/links/create-link", post(create_link))
         .route("/api/v1/external/links", get(list_links))
-        .route("/api/v1/external/links/enabled-domains", get(enabled_domains))
+        .route(
+            "/api/v1/external/links/enabled-domains",
+            get(enabled_domains),
+        )
 }
 
 /// create-link request body (spec 4.1). `null` is the same as an absent field.
@@ -59,7 +62,9 @@ async fn create_link(
     let group_id = parse_uuid("group_id", body.group_id)?;
     let domain_id = parse_uuid("domain_id", body.domain_id)?;
     if state.db.is_host_blocked(long_url.host()).await? {
-        return Err(ApiError::Validation("long_url points to a blocked domain".to_owned()));
+        return Err(ApiError::Validation(
+            "long_url points to a blocked domain".to_owned(),
+        ));
     }
     let req = CreateLink {
         key_id: caller.key_id,
@@ -88,11 +93,21 @@ async fn list_links(
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Json<LinkList>, ApiError> {
-    let q = ListQuery::parse(query.as_deref())
-        .map_err(|e| ApiError::InvalidQuery { code: e.code, detail: e.detail })?;
+    let q = ListQuery::parse(query.as_deref()).map_err(|e| ApiError::InvalidQuery {
+        code: e.code,
+        detail: e.detail,
+    })?;
     let filter = q.filter.as_ref().map(|(v, m)| (v.as_str(), *m));
-    let page = state.db.list_links(&caller.account_id, q.limit, q.offset, filter).await?;
-    Ok(Json(LinkList { offset: q.offset, limit: q.limit, total: page.total, results: page.results }))
+    let page = state
+        .db
+        .list_links(&caller.account_id, q.limit, q.offset, filter)
+        .await?;
+    Ok(Json(LinkList {
+        offset: q.offset,
+        limit: q.limit,
+        total: page.total,
+        results: page.results,
+    }))
 }
 
 /// `{"results": [...]}`, the envelope of the unpaginated lists.
@@ -105,5 +120,7 @@ async fn enabled_domains(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> Result<Json<Results<DomainRow>>, ApiError> {
-    Ok(Json(Results { results: state.db.enabled_domains(&caller.account_id).await? }))
+    Ok(Json(Results {
+        results: state.db.enabled_domains(&caller.account_id).await?,
+    }))
 }

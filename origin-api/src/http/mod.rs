@@ -44,7 +44,9 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), timeout))
-        .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::Internal.into_response()
+        }))
         // Spans carry method and path; headers (and so API keys) are never recorded.
         .layer(TraceLayer::new_for_http())
         .with_state(state)
@@ -70,7 +72,10 @@ async fn healthz(State(state): State<AppState>) -> Response {
         Ok(()) => Json(serde_json::json!({"status": "ok"})).into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "health check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({"status": "unavailable"})))
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::json!({"status": "unavailable"})),
+            )
                 .into_response()
         }
     }

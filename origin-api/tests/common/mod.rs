@@ -34,7 +34,8 @@ macro_rules! both_engines {
 }
 
 pub fn postgres_admin_url() -> String {
-    std::env::var("TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+    std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
 /// A fresh, migrated database that disappears with this value.
@@ -53,7 +54,12 @@ impl TestDb {
                 let dir = std::env::temp_dir().join(format!("shortlink-test-{tag}"));
                 std::fs::create_dir_all(&dir).unwrap();
                 let url = format!("sqlite://{}", dir.join("db.sqlite").display());
-                Self { url, engine, schema: None, dir: Some(dir) }
+                Self {
+                    url,
+                    engine,
+                    schema: None,
+                    dir: Some(dir),
+                }
             }
             Engine::Postgres => {
                 let admin = postgres_admin_url();
@@ -61,10 +67,18 @@ impl TestDb {
                 let mut conn = sqlx::PgConnection::connect(&admin)
                     .await
                     .expect("PostgreSQL must be running for the postgres tests (see README)");
-                sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&mut conn).await.unwrap();
+                sqlx::query(&format!("CREATE SCHEMA {schema}"))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
                 let sep = if admin.contains('?') { '&' } else { '?' };
                 let url = format!("{admin}{sep}options=-c%20search_path%3D{schema}");
-                Self { url, engine, schema: Some(schema), dir: None }
+                Self {
+                    url,
+                    engine,
+                    schema: Some(schema),
+                    dir: None,
+                }
             }
         };
         let pool = Db::connect(&db.url, 2).await.unwrap();
@@ -83,10 +97,15 @@ impl Drop for TestDb {
             // Drop cannot await: do it on a thread with its own runtime.
             let admin = postgres_admin_url();
             let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
                 rt.block_on(async {
                     if let Ok(mut conn) = sqlx::PgConnection::connect(&admin).await {
-                        let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&mut conn).await;
+                        let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+                            .execute(&mut conn)
+                            .await;
                     }
                 });
             })
@@ -164,25 +183,41 @@ impl TestApp {
         let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
         let acc = self.db.create_account(&email, api_access).await.unwrap();
         let key = self.db.generate_api_key(&acc.id).await.unwrap();
-        Account { id: acc.id, default_group_id: acc.default_group_id, key: key.expose().to_owned() }
+        Account {
+            id: acc.id,
+            default_group_id: acc.default_group_id,
+            key: key.expose().to_owned(),
+        }
     }
 
     pub async fn platform_domain(&self, host: &str) -> DomainRow {
         self.db
-            .add_domain(&Hostname::parse(host).unwrap(), &DomainOwner::Platform, None)
+            .add_domain(
+                &Hostname::parse(host).unwrap(),
+                &DomainOwner::Platform,
+                None,
+            )
             .await
             .unwrap()
     }
 
     pub async fn custom_domain(&self, host: &str, account: &Account) -> DomainRow {
         self.db
-            .add_domain(&Hostname::parse(host).unwrap(), &DomainOwner::Account(account.id.clone()), None)
+            .add_domain(
+                &Hostname::parse(host).unwrap(),
+                &DomainOwner::Account(account.id.clone()),
+                None,
+            )
             .await
             .unwrap()
     }
 
     pub async fn group(&self, account: &Account, name: &str) -> String {
-        self.db.create_group(&account.id, name, &GroupSettings::default()).await.unwrap().id
+        self.db
+            .create_group(&account.id, name, &GroupSettings::default())
+            .await
+            .unwrap()
+            .id
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -213,7 +248,8 @@ impl TestApp {
 pub async fn json(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();
     let text = resp.text().await.unwrap();
-    let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+    let body =
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
     (status, body)
 }
 
@@ -221,6 +257,13 @@ pub async fn json(resp: reqwest::Response) -> (u16, Value) {
 pub fn assert_error(status: u16, body: &Value, want_status: u16, want_code: &str) {
     assert_eq!(status, want_status, "body: {body}");
     assert_eq!(body["error_code"], want_code, "body: {body}");
-    assert!(body["detail"].as_str().is_some_and(|d| !d.is_empty()), "body: {body}");
-    assert_eq!(body.as_object().unwrap().len(), 2, "only detail and error_code: {body}");
+    assert!(
+        body["detail"].as_str().is_some_and(|d| !d.is_empty()),
+        "body: {body}"
+    );
+    assert_eq!(
+        body.as_object().unwrap().len(),
+        2,
+        "only detail and error_code: {body}"
+    );
 }
