@@ -59,7 +59,8 @@ CREATE TABLE links (
 -- The uniqueness rule of create-link: insert and map the violation, never check first.
 CREATE UNIQUE INDEX links_domain_short_code ON links (domain_id, short_code);
 CREATE INDEX links_account_created ON links (account_id, created_at DESC, id DESC);
-CREATE INDEX links_account_long_url ON links (account_id, long_url);
+-- Equality on long_url also yields the newest-first order, so an exact filter reads only its matches.
+CREATE INDEX links_account_long_url ON links (account_id, long_url, created_at DESC, id DESC);
 CREATE INDEX links_group ON links (group_id);
 
 -- One row per successful creation, per key: the rolling-hour window of the rate limit.

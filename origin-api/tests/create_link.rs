@@ -104,6 +104,8 @@ async fn validation_errors(engine: Engine) {
         json!({"long_url": "https://example.com", "short_code": "ümlaut"}),
         json!({"long_url": "https://example.com", "short_code": 123}),
         json!({"long_url": "https://example.com", "group_id": "not-a-uuid"}),
+        json!({"long_url": format!("https://example.com/{}", "語".repeat(2000))}),
+        json!({"long_url": "https://example.com/café"}),
         json!({"long_url": "https://example.com", "domain_id": 7}),
         json!([1, 2]),
         json!("https://example.com"),

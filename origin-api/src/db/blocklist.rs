@@ -15,24 +15,23 @@ impl Db {
         Ok(())
     }
 
-    /// True when `host` or one of its parent domains is blocked.
+    /// True when `host` or one of its parent domains is blocked: one indexed probe per label.
     pub async fn is_host_blocked(&self, host: &str) -> Result<bool, StoreError> {
         let candidates = parent_domains(host);
         if candidates.is_empty() {
             return Ok(false);
         }
-        // At most ~127 labels; in practice 2 to 4 candidates, one indexed probe each.
+        let placeholders: Vec<String> = (1..=candidates.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT COUNT(*) AS n FROM blocked_domains WHERE domain IN ({})",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
         for candidate in candidates {
-            let row = sqlx::query("SELECT domain FROM blocked_domains WHERE domain = $1")
-                .bind(candidate)
-                .fetch_optional(&self.read)
-                .await?;
-            if let Some(row) = row {
-                let _: String = row.try_get("domain")?;
-                return Ok(true);
-            }
+            query = query.bind(candidate);
         }
-        Ok(false)
+        let n: i64 = query.fetch_one(&self.read).await?.try_get("n")?;
+        Ok(n > 0)
     }
 }
 

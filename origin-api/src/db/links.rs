@@ -1,6 +1,6 @@
 use super::{Db, StoreError, new_id};
 use crate::domain::{LongUrl, MatchMode, Micros, ShortCode, prefix_upper_bound};
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, AnyConnection, Row, Transaction};
 
 /// Successful creations allowed per key in any rolling window (spec 8).
 pub(crate) const RATE_LIMIT: u32 = 100;
@@ -88,36 +88,52 @@ fn round_up_seconds(micros: i64) -> i64 {
     (micros + 999_999).div_euclid(1_000_000)
 }
 
+/// Where a new link goes: resolved before the write transaction, on a read connection.
+struct Target {
+    group_id: String,
+    domain_id: String,
+    host: String,
+}
+
+/// Why an attempt must be retried rather than reported.
+enum Retry {
+    /// A generated code collided.
+    CodeTaken,
+    /// The group or domain was deleted between resolving it and inserting (foreign key).
+    TargetGone,
+}
+
 impl Db {
-    /// Creates a link under the key's rate limit, all in one transaction: the limit, the
-    /// insert and the counters commit together or not at all.
-    pub async fn create_link(
-        &self,
-        req: &CreateLink,
-    ) -> Result<(CreatedLink, RateLimitState), StoreError> {
-        let attempts = if req.short_code.is_some() {
-            1
-        } else {
-            GENERATE_ATTEMPTS
-        };
-        for _ in 0..attempts {
+    /// Creates a link under the key's rate limit. The limit check, the insert and the
+    /// counters commit together or not at all; the group and domain are resolved on a read
+    /// connection first, which keeps SQLite's single writer busy for as short as possible.
+    pub async fn create_link(&self, req: &CreateLink) -> Result<(CreatedLink, RateLimitState), StoreError> {
+        for _ in 0..GENERATE_ATTEMPTS {
+            let target = self.resolve_target(req).await?;
             let code = req.short_code.clone().unwrap_or_else(ShortCode::generate);
-            match self.try_create_link(req, &code).await {
-                // A generated code collided: draw another. A requested one is the client's.
-                Err(StoreError::ShortCodeExists) if req.short_code.is_none() => continue,
-                result => return result,
+            match self.try_create_link(req, &target, &code).await? {
+                Ok(created) => return Ok(created),
+                // A requested code is the client's to change; a generated one we redraw.
+                Err(Retry::CodeTaken) if req.short_code.is_some() => return Err(StoreError::ShortCodeExists),
+                Err(Retry::CodeTaken | Retry::TargetGone) => continue,
             }
         }
-        Err(StoreError::Conflict(
-            "could not generate a unique short code".to_owned(),
-        ))
+        Err(StoreError::Conflict("could not find a free short code".to_owned()))
+    }
+
+    async fn resolve_target(&self, req: &CreateLink) -> Result<Target, StoreError> {
+        let mut conn = self.read.acquire().await?;
+        let group_id = resolve_group(&mut conn, &req.account_id, req.group_id.as_deref()).await?;
+        let (domain_id, host) = resolve_domain(&mut conn, &req.account_id, req.domain_id.as_deref()).await?;
+        Ok(Target { group_id, domain_id, host })
     }
 
     async fn try_create_link(
         &self,
         req: &CreateLink,
+        target: &Target,
         code: &ShortCode,
-    ) -> Result<(CreatedLink, RateLimitState), StoreError> {
+    ) -> Result<Result<(CreatedLink, RateLimitState), Retry>, StoreError> {
         let now = Micros::now().0;
         let mut tx = self.write.begin().await?;
         // Writing to the key row first takes SQLite's write lock / PostgreSQL's row lock, so
@@ -134,9 +150,6 @@ impl Db {
         if limit.remaining == 0 {
             return Err(StoreError::RateLimited(limit));
         }
-        let group_id = resolve_group(&mut tx, &req.account_id, req.group_id.as_deref()).await?;
-        let (domain_id, host) =
-            resolve_domain(&mut tx, &req.account_id, req.domain_id.as_deref()).await?;
         let id = new_id();
         let inserted = sqlx::query(
             "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at) \
@@ -144,15 +157,16 @@ impl Db {
         )
         .bind(&id)
         .bind(&req.account_id)
-        .bind(&group_id)
-        .bind(&domain_id)
+        .bind(&target.group_id)
+        .bind(&target.domain_id)
         .bind(code.as_str())
         .bind(req.long_url.as_str())
         .bind(now)
         .execute(&mut *tx)
         .await;
         match inserted {
-            Err(e) if super::is_unique_violation(&e) => return Err(StoreError::ShortCodeExists),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Ok(Err(Retry::CodeTaken)),
+            Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => return Ok(Err(Retry::TargetGone)),
             r => r?,
         };
         sqlx::query("INSERT INTO link_creations (key_id, created_at) VALUES ($1, $2)")
@@ -168,22 +182,18 @@ impl Db {
         let state = RateLimitState {
             remaining: limit.remaining - 1,
             // With nothing counted before, this creation is the oldest in the window.
-            reset_at: if limit.remaining == RATE_LIMIT {
-                round_up_seconds(now + WINDOW_MICROS)
-            } else {
-                limit.reset_at
-            },
+            reset_at: if limit.remaining == RATE_LIMIT { round_up_seconds(now + WINDOW_MICROS) } else { limit.reset_at },
             ..limit
         };
         let link = CreatedLink {
-            short_url: format!("https://{host}/{}", code.as_str()),
+            short_url: format!("https://{}/{}", target.host, code.as_str()),
             short_code: code.as_str().to_owned(),
             id,
-            group_id,
-            domain: host,
-            domain_id,
+            group_id: target.group_id.clone(),
+            domain: target.host.clone(),
+            domain_id: target.domain_id.clone(),
         };
-        Ok((link, state))
+        Ok(Ok((link, state)))
     }
 
     /// A page of the account's links, newest first, with the total of all matches.
@@ -306,7 +316,7 @@ async fn rate_window(
 
 /// The requested group if it is the caller's, else the account's default group (spec 4.1).
 async fn resolve_group(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     account_id: &str,
     requested: Option<&str>,
 ) -> Result<String, StoreError> {
@@ -314,7 +324,7 @@ async fn resolve_group(
         let row = sqlx::query("SELECT id FROM groups WHERE id = $1 AND account_id = $2")
             .bind(id)
             .bind(account_id)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *conn)
             .await?;
         if let Some(row) = row {
             return Ok(row.try_get("id")?);
@@ -322,7 +332,7 @@ async fn resolve_group(
     }
     let row = sqlx::query("SELECT default_group_id FROM accounts WHERE id = $1")
         .bind(account_id)
-        .fetch_one(&mut **tx)
+        .fetch_one(&mut *conn)
         .await?;
     Ok(row.try_get("default_group_id")?)
 }
@@ -330,7 +340,7 @@ async fn resolve_group(
 /// The requested domain if usable by the caller (an enabled platform domain or their own
 /// active custom domain), else the oldest enabled platform domain (spec 4.1).
 async fn resolve_domain(
-    tx: &mut Transaction<'_, Any>,
+    conn: &mut AnyConnection,
     account_id: &str,
     requested: Option<&str>,
 ) -> Result<(String, String), StoreError> {
@@ -341,7 +351,7 @@ async fn resolve_domain(
         )
         .bind(id)
         .bind(account_id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *conn)
         .await?;
         if let Some(row) = row {
             return Ok((row.try_get("id")?, row.try_get("host")?));
@@ -350,7 +360,7 @@ async fn resolve_domain(
     let row = sqlx::query(
         "SELECT id, host FROM domains WHERE is_platform = 1 AND enabled = 1 ORDER BY created_at, id LIMIT 1",
     )
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *conn)
     .await?
     .ok_or(StoreError::PlatformDomainUnavailable)?;
     Ok((row.try_get("id")?, row.try_get("host")?))
