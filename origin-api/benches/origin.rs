@@ -14,7 +14,10 @@ use sqlx::Connection;
 use std::time::{Duration, Instant};
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 struct Fresh {
@@ -27,15 +30,24 @@ async fn fresh_db(engine: &str) -> Fresh {
     if engine == "sqlite" {
         let dir = std::env::temp_dir().join(format!("shortlink-bench-{tag}"));
         std::fs::create_dir_all(&dir).unwrap();
-        Fresh { url: format!("sqlite://{}", dir.join("bench.db").display()), cleanup: None }
+        Fresh {
+            url: format!("sqlite://{}", dir.join("bench.db").display()),
+            cleanup: None,
+        }
     } else {
         let admin = std::env::var("TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
         let schema = format!("bench_{tag}");
         let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap();
-        sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&mut conn).await.unwrap();
+        sqlx::query(&format!("CREATE SCHEMA {schema}"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
         let sep = if admin.contains('?') { '&' } else { '?' };
-        Fresh { url: format!("{admin}{sep}options=-c%20search_path%3D{schema}"), cleanup: Some(schema) }
+        Fresh {
+            url: format!("{admin}{sep}options=-c%20search_path%3D{schema}"),
+            cleanup: Some(schema),
+        }
     }
 }
 
@@ -44,7 +56,10 @@ async fn drop_db(fresh: &Fresh) {
         let admin = std::env::var("TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
         let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap();
-        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&mut conn).await.unwrap();
+        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
     }
 }
 
@@ -70,7 +85,13 @@ async fn fill(db_url: &str, account: &str, group: &str, domain: &str, n: usize) 
                 if k > 0 {
                     sql.push(',');
                 }
-                sql.push_str(&format!("(${}, $1, $2, $3, ${}, ${}, 1, ${})", p + 4, p + 5, p + 6, p + 7));
+                sql.push_str(&format!(
+                    "(${}, $1, $2, $3, ${}, ${}, 1, ${})",
+                    p + 4,
+                    p + 5,
+                    p + 6,
+                    p + 7
+                ));
             }
             let mut q = sqlx::query(&sql).bind(account).bind(group).bind(domain);
             for j in i..end {
@@ -116,21 +137,42 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
     let fresh = fresh_db(engine).await;
     let db = Db::connect(&fresh.url, 4).await.unwrap();
     db.migrate().await.unwrap();
-    let domain = db.add_domain(&Hostname::parse("sho.rt").unwrap(), &DomainOwner::Platform, None).await.unwrap();
-    let app = Application::build(&Settings::new(fresh.url.clone())).await.unwrap();
+    let domain = db
+        .add_domain(
+            &Hostname::parse("sho.rt").unwrap(),
+            &DomainOwner::Platform,
+            None,
+        )
+        .await
+        .unwrap();
+    let app = Application::build(&Settings::new(fresh.url.clone()))
+        .await
+        .unwrap();
     let base = format!("http://{}", app.addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {
         let _ = stopped.await;
     }));
-    let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()
+        .unwrap();
 
     // create-link throughput: many keys so the 100/hour limit never binds.
     let keys_needed = creates.div_ceil(100);
     let mut keys = Vec::with_capacity(keys_needed);
     for i in 0..keys_needed {
-        let acc = db.create_account(&format!("bench{i}@example.com"), true).await.unwrap();
-        keys.push(db.generate_api_key(&acc.id).await.unwrap().expose().to_owned());
+        let acc = db
+            .create_account(&format!("bench{i}@example.com"), true)
+            .await
+            .unwrap();
+        keys.push(
+            db.generate_api_key(&acc.id)
+                .await
+                .unwrap()
+                .expose()
+                .to_owned(),
+        );
     }
     let concurrency = 32;
     let started = Instant::now();
@@ -158,22 +200,45 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
     assert_eq!(ok, creates, "all creations succeed");
     rows.push(Row {
         engine: engine.into(),
-        what: format!("create-link, {creates} requests, {concurrency} in flight, {keys_needed} keys"),
+        what: format!(
+            "create-link, {creates} requests, {concurrency} in flight, {keys_needed} keys"
+        ),
         value: format!("{:.0} creations/s", creates as f64 / elapsed.as_secs_f64()),
     });
 
     // list latency on an account with `links` links.
     let acc = db.create_account("big@example.com", true).await.unwrap();
-    let key = db.generate_api_key(&acc.id).await.unwrap().expose().to_owned();
+    let key = db
+        .generate_api_key(&acc.id)
+        .await
+        .unwrap()
+        .expose()
+        .to_owned();
     let t = Instant::now();
-    fill(&fresh.url, &acc.id, &acc.default_group_id, &domain.id, links).await;
+    fill(
+        &fresh.url,
+        &acc.id,
+        &acc.default_group_id,
+        &domain.id,
+        links,
+    )
+    .await;
     eprintln!("{engine}: filled {links} links in {:?}", t.elapsed());
     let deep = links / 2;
     let probe = (links / 250).max(1);
     let queries = [
-        ("first page (limit=20), total included".to_owned(), "limit=20".to_owned()),
-        (format!("deep page (offset={deep})"), format!("limit=20&offset={deep}")),
-        ("exact filter (1 match)".to_owned(), format!("long_url=https%3A%2F%2Fexample.com%2Fp%2F{probe}")),
+        (
+            "first page (limit=20), total included".to_owned(),
+            "limit=20".to_owned(),
+        ),
+        (
+            format!("deep page (offset={deep})"),
+            format!("limit=20&offset={deep}"),
+        ),
+        (
+            "exact filter (1 match)".to_owned(),
+            format!("long_url=https%3A%2F%2Fexample.com%2Fp%2F{probe}"),
+        ),
         (
             format!("startswith filter (prefix …/p/{probe})"),
             format!("long_url=https%3A%2F%2Fexample.com%2Fp%2F{probe}&match=startswith"),
@@ -185,7 +250,12 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
         let mut total = 0;
         for i in 0..220 {
             let t = Instant::now();
-            let resp = client.get(&url).header("Authorization", format!("Token {key}")).send().await.unwrap();
+            let resp = client
+                .get(&url)
+                .header("Authorization", format!("Token {key}"))
+                .send()
+                .await
+                .unwrap();
             assert_eq!(resp.status(), 200);
             let body: serde_json::Value = resp.json().await.unwrap();
             if i >= 20 {
@@ -197,7 +267,11 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
         rows.push(Row {
             engine: engine.into(),
             what: format!("list: {label}, total={total}"),
-            value: format!("p50 {} / p99 {}", ms(percentile(&samples, 0.5)), ms(percentile(&samples, 0.99))),
+            value: format!(
+                "p50 {} / p99 {}",
+                ms(percentile(&samples, 0.5)),
+                ms(percentile(&samples, 0.99))
+            ),
         });
     }
     let _ = stop.send(());
@@ -210,7 +284,10 @@ fn main() {
     let links = env_usize("BENCH_LINKS", 1_000_000);
     let creates = env_usize("BENCH_CREATES", 10_000);
     let engines = std::env::var("BENCH_ENGINES").unwrap_or_else(|_| "sqlite,postgres".to_owned());
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let mut rows = Vec::new();
     for engine in engines.split(',') {
         rt.block_on(bench_engine(engine.trim(), links, creates, &mut rows));

@@ -5,10 +5,8 @@
 
 mod common;
 
-use common::{Engine, TestApp, TestDb, assert_error, json};
+use common::{Engine, TestApp, TestDb, assert_error, json, start_server};
 use serde_json::json;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 async fn count(responses: Vec<reqwest::Response>) -> (usize, usize) {
     let (mut created, mut limited) = (0, 0);
@@ -103,51 +101,10 @@ async fn remaining_counts_down(engine: Engine) {
     app.stop().await;
 }
 
-/// An `origin-api serve` child process on a free port, killed on drop.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn start_server(url: &str) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_origin-api"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("DATABASE_URL", url)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(r) = reqwest::get(format!("{base}/healthz")).await {
-            if r.status() == 200 {
-                break;
-            }
-        }
-        assert!(Instant::now() < deadline, "server did not become ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Server { child, base }
-}
-
 async fn shared_by_two_processes(engine: Engine) {
     let test_db = TestDb::new(engine).await;
-    let a = start_server(&test_db.url).await;
-    let b = start_server(&test_db.url).await;
+    let a = start_server(&test_db.url, "warn").await;
+    let b = start_server(&test_db.url, "warn").await;
     let app = TestApp::on(test_db).await;
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;

@@ -107,25 +107,37 @@ impl Db {
     /// Creates a link under the key's rate limit. The limit check, the insert and the
     /// counters commit together or not at all; the group and domain are resolved on a read
     /// connection first, which keeps SQLite's single writer busy for as short as possible.
-    pub async fn create_link(&self, req: &CreateLink) -> Result<(CreatedLink, RateLimitState), StoreError> {
+    pub async fn create_link(
+        &self,
+        req: &CreateLink,
+    ) -> Result<(CreatedLink, RateLimitState), StoreError> {
         for _ in 0..GENERATE_ATTEMPTS {
             let target = self.resolve_target(req).await?;
             let code = req.short_code.clone().unwrap_or_else(ShortCode::generate);
             match self.try_create_link(req, &target, &code).await? {
                 Ok(created) => return Ok(created),
                 // A requested code is the client's to change; a generated one we redraw.
-                Err(Retry::CodeTaken) if req.short_code.is_some() => return Err(StoreError::ShortCodeExists),
+                Err(Retry::CodeTaken) if req.short_code.is_some() => {
+                    return Err(StoreError::ShortCodeExists);
+                }
                 Err(Retry::CodeTaken | Retry::TargetGone) => continue,
             }
         }
-        Err(StoreError::Conflict("could not find a free short code".to_owned()))
+        Err(StoreError::Conflict(
+            "could not find a free short code".to_owned(),
+        ))
     }
 
     async fn resolve_target(&self, req: &CreateLink) -> Result<Target, StoreError> {
         let mut conn = self.read.acquire().await?;
         let group_id = resolve_group(&mut conn, &req.account_id, req.group_id.as_deref()).await?;
-        let (domain_id, host) = resolve_domain(&mut conn, &req.account_id, req.domain_id.as_deref()).await?;
-        Ok(Target { group_id, domain_id, host })
+        let (domain_id, host) =
+            resolve_domain(&mut conn, &req.account_id, req.domain_id.as_deref()).await?;
+        Ok(Target {
+            group_id,
+            domain_id,
+            host,
+        })
     }
 
     async fn try_create_link(
@@ -165,8 +177,12 @@ impl Db {
         .execute(&mut *tx)
         .await;
         match inserted {
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Ok(Err(Retry::CodeTaken)),
-            Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => return Ok(Err(Retry::TargetGone)),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Ok(Err(Retry::CodeTaken));
+            }
+            Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => {
+                return Ok(Err(Retry::TargetGone));
+            }
             r => r?,
         };
         sqlx::query("INSERT INTO link_creations (key_id, created_at) VALUES ($1, $2)")
@@ -182,7 +198,11 @@ impl Db {
         let state = RateLimitState {
             remaining: limit.remaining - 1,
             // With nothing counted before, this creation is the oldest in the window.
-            reset_at: if limit.remaining == RATE_LIMIT { round_up_seconds(now + WINDOW_MICROS) } else { limit.reset_at },
+            reset_at: if limit.remaining == RATE_LIMIT {
+                round_up_seconds(now + WINDOW_MICROS)
+            } else {
+                limit.reset_at
+            },
             ..limit
         };
         let link = CreatedLink {

@@ -10,6 +10,8 @@ use origin_api::startup::{Application, Settings};
 use serde_json::Value;
 use sqlx::Connection;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,4 +268,53 @@ pub fn assert_error(status: u16, body: &Value, want_status: u16, want_code: &str
         2,
         "only detail and error_code: {body}"
     );
+}
+
+/// An `origin-api serve` child process on a free port, killed on drop; its stderr (the log)
+/// goes to a file so tests can read it.
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub log: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Starts the real binary against `url` and waits (with a deadline) until /healthz answers.
+pub async fn start_server(url: &str, rust_log: &str) -> Server {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = std::env::temp_dir().join(format!(
+        "shortlink-serve-{}.log",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let child = Command::new(env!("CARGO_BIN_EXE_origin-api"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("DATABASE_URL", url)
+        .env("RUST_LOG", rust_log)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(r) = reqwest::get(format!("{base}/healthz")).await {
+            if r.status() == 200 {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "server did not become ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Server { child, base, log }
 }
