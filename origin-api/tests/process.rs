@@ -1,5 +1,7 @@
 //! The server as a process: it stops cleanly on SIGTERM, and its logs never contain a key.
 
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns, still test code
+
 mod common;
 
 use common::{Engine, TestApp, TestDb, start_server};
