@@ -1,6 +1,6 @@
 use super::{Db, StoreError, groups, new_id};
 use crate::domain::{GroupSettings, Micros};
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 
 /// The result of creating an account.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -77,13 +77,22 @@ impl Db {
 
     /// Fails with NotFound unless the account exists.
     pub(crate) async fn require_account(&self, account_id: &str) -> Result<(), StoreError> {
-        sqlx::query("SELECT id FROM accounts WHERE id = $1")
-            .bind(account_id)
-            .fetch_optional(&self.read)
-            .await?
-            .map(|_| ())
-            .ok_or(StoreError::NotFound("account"))
+        let mut conn = self.read.acquire().await?;
+        require_account_in(&mut conn, account_id).await
     }
+}
+
+/// Fails with NotFound unless the account exists, inside a transaction or on a connection.
+pub(super) async fn require_account_in(
+    conn: &mut AnyConnection,
+    account_id: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("SELECT id FROM accounts WHERE id = $1")
+        .bind(account_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|_| ())
+        .ok_or(StoreError::NotFound("account"))
 }
 
 /// Trims and lowercases an email; refuses anything that is plainly not one.

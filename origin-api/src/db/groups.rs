@@ -1,4 +1,4 @@
-use super::{Db, StoreError, new_id};
+use super::{Db, StoreError, accounts, new_id};
 use crate::domain::{GroupSettings, Micros};
 use sqlx::{Any, Row, Transaction};
 
@@ -80,13 +80,7 @@ impl Db {
     ) -> Result<GroupRow, StoreError> {
         let name = check_name(name)?;
         let mut tx = self.write.begin().await?;
-        let exists = sqlx::query("SELECT id FROM accounts WHERE id = $1")
-            .bind(account_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if exists.is_none() {
-            return Err(StoreError::NotFound("account"));
-        }
+        accounts::require_account_in(&mut tx, account_id).await?;
         let row = insert_group(
             &mut tx,
             &new_id(),

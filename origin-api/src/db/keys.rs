@@ -1,4 +1,4 @@
-use super::{Db, StoreError, new_id};
+use super::{Db, StoreError, accounts, new_id};
 use crate::domain::{ApiKey, ApiKeyHash, Micros};
 use sqlx::Row;
 
@@ -19,13 +19,7 @@ impl Db {
     pub async fn generate_api_key(&self, account_id: &str) -> Result<ApiKey, StoreError> {
         let key = ApiKey::generate();
         let mut tx = self.write.begin().await?;
-        let exists = sqlx::query("SELECT id FROM accounts WHERE id = $1")
-            .bind(account_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if exists.is_none() {
-            return Err(StoreError::NotFound("account"));
-        }
+        accounts::require_account_in(&mut tx, account_id).await?;
         sqlx::query("DELETE FROM api_keys WHERE account_id = $1")
             .bind(account_id)
             .execute(&mut *tx)
