@@ -1,0 +1,118 @@
+//! The per-isolate cache: KV records kept in memory for a short TTL, so a hot link costs no KV read.
+//!
+//! A Workers isolate serves many requests, one at a time per event-loop turn, so the shell keeps one
+//! [`TtlCache`] in a `thread_local!`. Absence is cached too (a `None` value): unknown codes are as hot as known
+//! ones when someone scans. The clock is a parameter, so expiry is tested here with plain numbers.
+
+use std::collections::HashMap;
+
+/// A map from KV key to value with one time-to-live for all entries and a size bound.
+#[derive(Debug)]
+pub struct TtlCache<V> {
+    entries: HashMap<String, (u64, V)>,
+    ttl_ms: u64,
+    capacity: usize,
+}
+
+impl<V: Clone> TtlCache<V> {
+    /// An empty cache whose entries live `ttl_ms` milliseconds; it holds at most `capacity` entries.
+    pub fn new(ttl_ms: u64, capacity: usize) -> Self {
+        TtlCache {
+            entries: HashMap::new(),
+            ttl_ms,
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Changes the TTL for entries inserted from now on.
+    pub fn set_ttl_ms(&mut self, ttl_ms: u64) {
+        self.ttl_ms = ttl_ms;
+    }
+
+    /// The value for `key` if it was inserted less than the TTL ago.
+    pub fn get(&self, key: &str, now_ms: u64) -> Option<V> {
+        match self.entries.get(key) {
+            Some((expires, value)) if now_ms < *expires => Some(value.clone()),
+            _ => None,
+        }
+    }
+
+    /// Stores `value` for `key`. With a TTL of zero nothing is stored.
+    pub fn insert(&mut self, key: String, value: V, now_ms: u64) {
+        if self.ttl_ms == 0 {
+            return;
+        }
+        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
+            self.entries.retain(|_, (expires, _)| now_ms < *expires);
+            if self.entries.len() >= self.capacity {
+                // Everything is fresh: a scan over many keys. Start over rather than track recency on every hit.
+                self.entries.clear();
+            }
+        }
+        self.entries
+            .insert(key, (now_ms.saturating_add(self.ttl_ms), value));
+    }
+
+    /// Forgets `key` (the sync route calls this for every key it writes or deletes).
+    pub fn remove(&mut self, key: &str) {
+        self.entries.remove(key);
+    }
+
+    /// Number of entries, fresh or not.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the cache holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_expire_after_the_ttl() {
+        let mut cache = TtlCache::new(10_000, 10);
+        cache.insert("k".into(), Some(1), 1_000);
+        assert_eq!(cache.get("k", 1_000), Some(Some(1)));
+        assert_eq!(cache.get("k", 10_999), Some(Some(1)));
+        assert_eq!(cache.get("k", 11_000), None);
+        cache.insert("gone".into(), None::<i32>, 1_000);
+        assert_eq!(cache.get("gone", 2_000), Some(None), "absence is cached");
+    }
+
+    #[test]
+    fn remove_and_zero_ttl() {
+        let mut cache = TtlCache::new(10_000, 10);
+        cache.insert("k".into(), 1, 0);
+        cache.remove("k");
+        assert_eq!(cache.get("k", 1), None);
+        cache.set_ttl_ms(0);
+        cache.insert("k".into(), 1, 0);
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn bounded() {
+        let mut cache = TtlCache::new(100, 3);
+        for (i, key) in ["a", "b", "c"].into_iter().enumerate() {
+            cache.insert(key.into(), i, 0);
+        }
+        // "a" to "c" expire at 100; at 150 inserting "d" drops them.
+        cache.insert("d".into(), 3, 150);
+        assert_eq!(cache.len(), 1);
+        cache.insert("e".into(), 4, 150);
+        cache.insert("f".into(), 5, 150);
+        assert_eq!(cache.len(), 3);
+        // All fresh and full: cleared, then "g" stored.
+        cache.insert("g".into(), 6, 160);
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.get("g", 160), Some(6));
+        // Overwriting an existing key never evicts.
+        cache.insert("g".into(), 7, 160);
+        assert_eq!(cache.get("g", 160), Some(7));
+    }
+}

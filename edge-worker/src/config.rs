@@ -1,0 +1,53 @@
+//! Binding names, variable names and cache lifetimes shared by the shell and `wrangler.toml`.
+
+/// The Workers KV namespace binding holding the edge read model (`wrangler.toml`, `[[kv_namespaces]]`).
+pub const KV_BINDING: &str = "SHORTLINK_KV";
+
+/// Variable: where visitors go when the host is unknown or its domain has no fallback URL of its own.
+pub const DEFAULT_FALLBACK_VAR: &str = "DEFAULT_FALLBACK_URL";
+
+/// Secret: the bearer token of `POST /__shortlink/sync`. Unset → the route answers 404.
+pub const SYNC_SECRET: &str = "SYNC_SECRET";
+
+/// Optional variable: overrides [`ISOLATE_CACHE_TTL_SECONDS`] (clamped to [`MAX_ISOLATE_CACHE_TTL_SECONDS`]).
+pub const CACHE_TTL_VAR: &str = "ISOLATE_CACHE_TTL_SECONDS";
+
+/// How long an isolate keeps a KV record (link, group, domain, blocklist, and their absence) in memory.
+///
+/// Short because it is on top of KV's own edge cache ([`KV_CACHE_TTL_SECONDS`]) and KV's propagation delay: a
+/// deleted group or paused link stops working at a location within this long after KV there stops returning it.
+/// It exists so that a hot link costs no KV read at all.
+pub const ISOLATE_CACHE_TTL_SECONDS: u64 = 10;
+
+/// Upper bound for [`CACHE_TTL_VAR`], so a typo cannot make deletions take hours to reach visitors.
+pub const MAX_ISOLATE_CACHE_TTL_SECONDS: u64 = 300;
+
+/// `cacheTtl` passed to KV reads: how long a Cloudflare location caches a KV value. 30 s is the minimum KV accepts.
+pub const KV_CACHE_TTL_SECONDS: u64 = 30;
+
+/// Most entries an isolate caches; past this, expired entries are dropped, and if none are, the cache is cleared.
+pub const ISOLATE_CACHE_CAPACITY: usize = 10_000;
+
+/// The cache TTL in seconds for a `ISOLATE_CACHE_TTL_SECONDS` value: the default when unset or not a number.
+pub fn cache_ttl_seconds(var: Option<&str>) -> u64 {
+    var.and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(ISOLATE_CACHE_TTL_SECONDS, |v| {
+            v.min(MAX_ISOLATE_CACHE_TTL_SECONDS)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_ttl_var() {
+        assert_eq!(cache_ttl_seconds(None), ISOLATE_CACHE_TTL_SECONDS);
+        assert_eq!(cache_ttl_seconds(Some("x")), ISOLATE_CACHE_TTL_SECONDS);
+        assert_eq!(cache_ttl_seconds(Some(" 0 ")), 0);
+        assert_eq!(
+            cache_ttl_seconds(Some("99999")),
+            MAX_ISOLATE_CACHE_TTL_SECONDS
+        );
+    }
+}

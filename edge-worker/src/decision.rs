@@ -1,0 +1,541 @@
+//! The redirect decision: a plain function of the request facts, the KV records and the time.
+//!
+//! The shell reads the records (through the isolate cache), calls [`decide_persistent`] or [`decide_dynamic`],
+//! resolves a fallback with [`domain_fallback`] only when the outcome needs one (so a hot link never reads its
+//! domain record), and turns the result into a response with [`crate::reply`].
+
+use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord};
+use shared_crypto::{Blocklist, GroupKey, TokenCipher};
+
+use crate::visitor::{Visitor, country_allowed};
+
+/// Longest interstitial countdown honoured, whatever the group says: visitors should not wait minutes.
+pub const MAX_INTERSTITIAL_SECONDS: u32 = 60;
+
+/// A group ready to evaluate tokens: the cipher is built once per cached record, not per request.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The AES-256-GCM cipher under the group key.
+    pub cipher: TokenCipher,
+    /// The group's settings.
+    pub settings: GroupSettings,
+}
+
+impl Group {
+    /// The group of a KV record; `None` when its key is not a valid base64url 32-byte key (treated as missing).
+    pub fn from_record(record: GroupRecord) -> Option<Group> {
+        let key = GroupKey::from_base64url(&record.key).ok()?;
+        Some(Group {
+            cipher: TokenCipher::new(&key),
+            settings: record.settings,
+        })
+    }
+}
+
+/// Why a visitor is sent to the domain's fallback. Logged, never shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackReason {
+    /// `/` or a path that cannot be a link.
+    NotALink,
+    /// No (valid) link record for the code on this host.
+    UnknownLink,
+    /// The link is paused (`is_active: false`).
+    Paused,
+    /// The link's `long_url` cannot be put in a `Location` header.
+    BadDestination,
+    /// Dynamic links are served only on known, enabled domains.
+    DomainNotServing,
+    /// The dynamic link has no `signature` parameter.
+    MissingSignature,
+    /// No (valid) record for the group, e.g. a deleted group.
+    UnknownGroup,
+    /// The token was rejected; the string is [`shared_crypto::TokenError::reason`].
+    Token(&'static str),
+}
+
+/// Where a request ends, before fallback URLs are resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// `302` to the destination.
+    Destination(String),
+    /// The monetization interstitial, which continues to the destination.
+    Interstitial {
+        /// Where the page continues to.
+        destination: String,
+        /// Countdown length, 1 to [`MAX_INTERSTITIAL_SECONDS`].
+        seconds: u32,
+    },
+    /// Refused by the group's access rules: `302` to `access_fallback` when usable, else the domain's fallback.
+    Blocked {
+        /// The group's `access.fallback_url`, already checked by [`location`].
+        access_fallback: Option<String>,
+    },
+    /// `302` to the domain's fallback.
+    Fallback(FallbackReason),
+}
+
+/// An outcome and what analytics should know about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Where the request ends.
+    pub outcome: Outcome,
+    /// The group's `analytics.enabled`. Read here so the click events of a later issue need no extra lookup.
+    pub analytics: bool,
+}
+
+impl Decision {
+    fn fallback(reason: FallbackReason) -> Decision {
+        Decision {
+            outcome: Outcome::Fallback(reason),
+            analytics: false,
+        }
+    }
+}
+
+/// `GET /<code>`: an active link redirects (through its group's rules when the group record exists); a missing
+/// or paused link falls back.
+///
+/// A missing group record does not break a persistent link: it redirects without rules. Persistent links do not
+/// depend on the domain record either (disabling a domain stops new links, not old ones).
+pub fn decide_persistent(
+    link: Option<&LinkRecord>,
+    group: Option<&GroupSettings>,
+    visitor: &Visitor,
+) -> Decision {
+    let Some(link) = link else {
+        return Decision::fallback(FallbackReason::UnknownLink);
+    };
+    if !link.is_active {
+        return Decision::fallback(FallbackReason::Paused);
+    }
+    let Some(destination) = location(&link.long_url) else {
+        return Decision::fallback(FallbackReason::BadDestination);
+    };
+    apply_group_rules(destination, group, visitor)
+}
+
+/// `GET /e/<group_id>?signature=<token>`, in spec 4.5's order: an enabled domain, the token decrypted with the
+/// group key, the destination and expiry rules (with `back_param` appended, by shared-crypto), then the group's
+/// access rules and monetization.
+pub fn decide_dynamic<B: Blocklist + ?Sized>(
+    domain: Option<&DomainRecord>,
+    group: Option<&Group>,
+    token: Option<&str>,
+    blocklist: &B,
+    visitor: &Visitor,
+    now_seconds: i64,
+) -> Decision {
+    if !domain.is_some_and(|d| d.enabled) {
+        return Decision::fallback(FallbackReason::DomainNotServing);
+    }
+    let Some(token) = token else {
+        return Decision::fallback(FallbackReason::MissingSignature);
+    };
+    let Some(group) = group else {
+        return Decision::fallback(FallbackReason::UnknownGroup);
+    };
+    let redirect = match group.cipher.evaluate(token, now_seconds, blocklist) {
+        Ok(url) => url,
+        Err(e) => return Decision::fallback(FallbackReason::Token(e.reason())),
+    };
+    // shared-crypto has checked the URL (https, no control characters, ≤ 2048 characters); `location` only
+    // percent-encodes what a header cannot carry (non-ASCII, spaces).
+    let Some(destination) = location(&redirect) else {
+        return Decision::fallback(FallbackReason::Token("destination"));
+    };
+    apply_group_rules(destination, Some(&group.settings), visitor)
+}
+
+/// Access rules, then monetization. Bots never see the interstitial: they either are blocked or go straight on.
+fn apply_group_rules(
+    destination: String,
+    settings: Option<&GroupSettings>,
+    visitor: &Visitor,
+) -> Decision {
+    let Some(settings) = settings else {
+        return Decision {
+            outcome: Outcome::Destination(destination),
+            analytics: false,
+        };
+    };
+    let access = &settings.access;
+    let bot = visitor.is_bot();
+    let allowed = country_allowed(
+        visitor.country.as_deref(),
+        &access.allow_countries,
+        &access.block_countries,
+    ) && !(access.block_bots && bot);
+    let outcome = if !allowed {
+        Outcome::Blocked {
+            access_fallback: access.fallback_url.as_deref().and_then(location),
+        }
+    } else {
+        match &settings.monetization {
+            Some(m) if m.interstitial_seconds > 0 && !bot => Outcome::Interstitial {
+                destination,
+                seconds: m.interstitial_seconds.min(MAX_INTERSTITIAL_SECONDS),
+            },
+            _ => Outcome::Destination(destination),
+        }
+    };
+    Decision {
+        outcome,
+        analytics: settings.analytics.enabled,
+    }
+}
+
+/// The domain's fallback URL: its own `fallback_url`, else the worker's default. `None` when neither is usable.
+pub fn domain_fallback(domain: Option<&DomainRecord>, default: Option<&str>) -> Option<String> {
+    domain
+        .and_then(|d| d.fallback_url.as_deref())
+        .and_then(location)
+        .or_else(|| default.and_then(location))
+}
+
+/// `url` as a `Location` header value, or `None` when it is not an absolute `http(s)` URL.
+///
+/// Bytes a header cannot carry (controls, space, non-ASCII) are percent-encoded, as a browser would encode them
+/// when following the link; everything else is kept exactly, so signed destinations are not rewritten.
+pub fn location(url: &str) -> Option<String> {
+    let url = url.trim();
+    let scheme_ok = ["https://", "http://"].iter().any(|scheme| {
+        url.get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+    });
+    if !scheme_ok || url.len() > 8 * 1024 {
+        return None;
+    }
+    let mut out = String::with_capacity(url.len());
+    for &b in url.as_bytes() {
+        if (0x21..=0x7e).contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        }
+    }
+    // The host must not be empty (`https:///x`).
+    let after_scheme = &out[out.find("//").map_or(0, |i| i + 2)..];
+    (!after_scheme.is_empty() && !after_scheme.starts_with(['/', '?', '#'])).then_some(out)
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kv_model::{AccessRules, Analytics, Monetization};
+    use shared_crypto::{DomainBlocklist, Payload};
+
+    const NOW: i64 = 1_800_000_000;
+    const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 \
+                          Safari/537.36";
+
+    fn human(country: &str) -> Visitor {
+        Visitor::new(None, Some(country), Some(CHROME), None, false)
+    }
+
+    fn bot(country: &str) -> Visitor {
+        Visitor::new(None, Some(country), Some("Twitterbot/1.0"), None, false)
+    }
+
+    fn key() -> GroupKey {
+        GroupKey::from_bytes([5; 32])
+    }
+
+    fn group(settings: GroupSettings) -> Group {
+        Group::from_record(GroupRecord::new(key().to_base64url(), settings)).unwrap()
+    }
+
+    fn token(payload: &Payload) -> String {
+        TokenCipher::new(&key()).seal(payload, [1; 12])
+    }
+
+    fn rules() -> GroupSettings {
+        GroupSettings {
+            access: AccessRules {
+                allow_countries: vec![],
+                block_countries: vec!["RU".into()],
+                block_bots: true,
+                fallback_url: Some("https://example.com/blocked".into()),
+            },
+            monetization: None,
+            analytics: Analytics { enabled: true },
+        }
+    }
+
+    fn enabled() -> DomainRecord {
+        DomainRecord::new(true, Some("https://fallback.example/".into()))
+    }
+
+    fn dynamic(group: &Group, token: &str, visitor: &Visitor) -> Outcome {
+        let blocklist: DomainBlocklist = ["evil.example"].into_iter().collect();
+        decide_dynamic(
+            Some(&enabled()),
+            Some(group),
+            Some(token),
+            &blocklist,
+            visitor,
+            NOW,
+        )
+        .outcome
+    }
+
+    #[test]
+    fn persistent_links() {
+        let link = LinkRecord::new("https://dest.example/a?b=1", "g", true);
+        let d = decide_persistent(Some(&link), None, &human("US"));
+        assert_eq!(
+            d.outcome,
+            Outcome::Destination("https://dest.example/a?b=1".into())
+        );
+        assert!(!d.analytics);
+        let paused = LinkRecord::new("https://dest.example/", "g", false);
+        assert_eq!(
+            decide_persistent(Some(&paused), None, &human("US")).outcome,
+            Outcome::Fallback(FallbackReason::Paused)
+        );
+        assert_eq!(
+            decide_persistent(None, None, &human("US")).outcome,
+            Outcome::Fallback(FallbackReason::UnknownLink)
+        );
+        let bad = LinkRecord::new("javascript:alert(1)", "g", true);
+        assert_eq!(
+            decide_persistent(Some(&bad), None, &human("US")).outcome,
+            Outcome::Fallback(FallbackReason::BadDestination)
+        );
+    }
+
+    #[test]
+    fn persistent_links_follow_group_rules() {
+        let link = LinkRecord::new("https://dest.example/", "g", true);
+        let settings = rules();
+        let d = decide_persistent(Some(&link), Some(&settings), &human("RU"));
+        assert_eq!(
+            d.outcome,
+            Outcome::Blocked {
+                access_fallback: Some("https://example.com/blocked".into())
+            }
+        );
+        assert!(d.analytics);
+        assert_eq!(
+            decide_persistent(Some(&link), Some(&settings), &human("DE")).outcome,
+            Outcome::Destination("https://dest.example/".into())
+        );
+    }
+
+    #[test]
+    fn dynamic_happy_path_appends_back_param() {
+        let mut p = Payload::new("http://dest.example/landing?x=1");
+        p.back_param = Some("utm_source=mail".into());
+        p.expires_at = Some(NOW + 1);
+        let d = decide_dynamic(
+            Some(&enabled()),
+            Some(&group(GroupSettings::default())),
+            Some(&token(&p)),
+            &[""],
+            &human("US"),
+            NOW,
+        );
+        assert_eq!(
+            d.outcome,
+            Outcome::Destination("https://dest.example/landing?x=1&utm_source=mail".into())
+        );
+        assert!(!d.analytics);
+    }
+
+    #[test]
+    fn dynamic_failures_fall_back() {
+        let g = group(GroupSettings::default());
+        let good = token(&Payload::new("https://dest.example/"));
+        let empty: &[&str] = &[];
+        let fb = |reason| Outcome::Fallback(reason);
+        let run = |domain: Option<&DomainRecord>, group: Option<&Group>, token: Option<&str>| {
+            decide_dynamic(domain, group, token, empty, &human("US"), NOW).outcome
+        };
+        assert_eq!(
+            run(None, Some(&g), Some(&good)),
+            fb(FallbackReason::DomainNotServing)
+        );
+        let disabled = DomainRecord::new(false, None);
+        assert_eq!(
+            run(Some(&disabled), Some(&g), Some(&good)),
+            fb(FallbackReason::DomainNotServing)
+        );
+        assert_eq!(
+            run(Some(&enabled()), Some(&g), None),
+            fb(FallbackReason::MissingSignature)
+        );
+        assert_eq!(
+            run(Some(&enabled()), None, Some(&good)),
+            fb(FallbackReason::UnknownGroup)
+        );
+        assert_eq!(
+            run(Some(&enabled()), Some(&g), Some("garbage")),
+            fb(FallbackReason::Token("signature"))
+        );
+        let other = Group::from_record(GroupRecord::new(
+            GroupKey::from_bytes([6; 32]).to_base64url(),
+            GroupSettings::default(),
+        ))
+        .unwrap();
+        assert_eq!(
+            run(Some(&enabled()), Some(&other), Some(&good)),
+            fb(FallbackReason::Token("signature"))
+        );
+
+        let mut expired = Payload::new("https://dest.example/");
+        expired.expires_at = Some(NOW);
+        assert_eq!(
+            dynamic(&g, &token(&expired), &human("US")),
+            fb(FallbackReason::Token("expired"))
+        );
+        let blocked = token(&Payload::new("https://www.evil.example/"));
+        assert_eq!(
+            dynamic(&g, &blocked, &human("US")),
+            fb(FallbackReason::Token("destination"))
+        );
+        let long = token(&Payload::new(format!(
+            "https://dest.example/{}",
+            "a".repeat(2048)
+        )));
+        assert_eq!(
+            dynamic(&g, &long, &human("US")),
+            fb(FallbackReason::Token("destination"))
+        );
+    }
+
+    #[test]
+    fn invalid_group_key_is_a_missing_group() {
+        assert!(Group::from_record(GroupRecord::new("short", GroupSettings::default())).is_none());
+    }
+
+    #[test]
+    fn access_rules_and_bots() {
+        let g = group(rules());
+        let t = token(&Payload::new("https://dest.example/"));
+        let blocked = Outcome::Blocked {
+            access_fallback: Some("https://example.com/blocked".into()),
+        };
+        assert_eq!(dynamic(&g, &t, &human("RU")), blocked);
+        assert_eq!(dynamic(&g, &t, &bot("US")), blocked);
+        assert_eq!(
+            dynamic(&g, &t, &human("US")),
+            Outcome::Destination("https://dest.example/".into())
+        );
+
+        let mut allow_only = rules();
+        allow_only.access.allow_countries = vec!["US".into(), "DE".into()];
+        allow_only.access.block_bots = false;
+        allow_only.access.fallback_url = Some("not a url".into());
+        let g = group(allow_only);
+        assert_eq!(
+            dynamic(&g, &t, &human("FR")),
+            Outcome::Blocked {
+                access_fallback: None
+            }
+        );
+        assert_eq!(
+            dynamic(&g, &t, &Visitor::new(None, None, Some(CHROME), None, false)),
+            Outcome::Blocked {
+                access_fallback: None
+            },
+            "unknown country with an allow list"
+        );
+        assert_eq!(
+            dynamic(&g, &t, &bot("DE")),
+            Outcome::Destination("https://dest.example/".into())
+        );
+    }
+
+    #[test]
+    fn interstitial_never_for_bots() {
+        let mut settings = GroupSettings {
+            monetization: Some(Monetization {
+                interstitial_seconds: 5,
+            }),
+            ..GroupSettings::default()
+        };
+        let g = group(settings.clone());
+        let t = token(&Payload::new("https://dest.example/"));
+        assert_eq!(
+            dynamic(&g, &t, &human("US")),
+            Outcome::Interstitial {
+                destination: "https://dest.example/".into(),
+                seconds: 5
+            }
+        );
+        assert_eq!(
+            dynamic(&g, &t, &bot("US")),
+            Outcome::Destination("https://dest.example/".into())
+        );
+
+        settings.monetization = Some(Monetization {
+            interstitial_seconds: 0,
+        });
+        assert_eq!(
+            dynamic(&group(settings.clone()), &t, &human("US")),
+            Outcome::Destination("https://dest.example/".into())
+        );
+        settings.monetization = Some(Monetization {
+            interstitial_seconds: 3600,
+        });
+        assert_eq!(
+            dynamic(&group(settings), &t, &human("US")),
+            Outcome::Interstitial {
+                destination: "https://dest.example/".into(),
+                seconds: MAX_INTERSTITIAL_SECONDS
+            }
+        );
+    }
+
+    #[test]
+    fn fallbacks() {
+        let own = DomainRecord::new(true, Some("https://own.example/".into()));
+        let none = DomainRecord::new(true, None);
+        let bad = DomainRecord::new(true, Some("ftp://x".into()));
+        let default = Some("https://default.example/");
+        assert_eq!(
+            domain_fallback(Some(&own), default).as_deref(),
+            Some("https://own.example/")
+        );
+        assert_eq!(domain_fallback(Some(&none), default).as_deref(), default);
+        assert_eq!(domain_fallback(Some(&bad), default).as_deref(), default);
+        assert_eq!(domain_fallback(None, default).as_deref(), default);
+        assert_eq!(domain_fallback(None, None), None);
+        assert_eq!(domain_fallback(None, Some("")), None);
+    }
+
+    #[test]
+    fn locations() {
+        assert_eq!(
+            location("https://a.example/x?y=1#z").as_deref(),
+            Some("https://a.example/x?y=1#z")
+        );
+        assert_eq!(
+            location("HTTP://a.example").as_deref(),
+            Some("HTTP://a.example")
+        );
+        assert_eq!(
+            location("https://a.example/ü x\r\n").as_deref(),
+            Some("https://a.example/%C3%BC%20x"),
+            "trimmed, then encoded"
+        );
+        assert_eq!(
+            location("https://a.example/\u{7f}").as_deref(),
+            Some("https://a.example/%7F")
+        );
+        for bad in [
+            "",
+            "ftp://a",
+            "javascript:alert(1)",
+            "//a.example",
+            "https://",
+            "https:///x",
+            "/x",
+        ] {
+            assert_eq!(location(bad), None, "{bad}");
+        }
+    }
+}

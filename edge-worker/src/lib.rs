@@ -1,0 +1,24 @@
+//! Shortlink's edge worker: answers every visitor request from Workers KV, without the origin.
+//!
+//! - `GET`/`HEAD /<short_code>`: a persistent link (`link:<host>:<code>` in KV) → `302` to its `long_url`;
+//!   a paused link, an unknown code or `/` → the domain's fallback.
+//! - `GET`/`HEAD /e/<group_id>?signature=<token>`: a dynamic link, evaluated as spec 4.5 orders it (decrypt with
+//!   the group key, destination and expiry rules, access rules, monetization, `back_param`, redirect). Every
+//!   failure is a silent `302` to the domain's fallback.
+//! - `POST /__shortlink/sync`: the origin's authenticated KV writer ([`sync`]).
+//!
+//! The decision (which status, which URL, which page) is plain Rust in [`route`], [`visitor`], [`decision`],
+//! [`reply`] and [`interstitial`], tested on the host. The Workers entry point and the KV reads live in a thin
+//! shell compiled only for `wasm32`. The KV contract is [`kv_model`]'s; see `edge-worker/README.md`.
+
+pub mod cache;
+pub mod config;
+pub mod decision;
+pub mod interstitial;
+pub mod reply;
+pub mod route;
+pub mod sync;
+pub mod visitor;
+
+#[cfg(target_arch = "wasm32")]
+mod shell;

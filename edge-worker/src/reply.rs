@@ -1,0 +1,175 @@
+//! Responses as plain data: status, headers and body, which the shell copies into a Workers `Response`.
+
+use crate::interstitial;
+
+/// Keeps redirects out of shared caches and makes browsers ask again: links can be paused, rules can change,
+/// and each visit may count as a click.
+pub const CACHE_CONTROL: &str = "private, no-store, max-age=0";
+
+/// Destinations learn the origin of the referring page, never its path: the short link's own path (a dynamic
+/// link's signature) must not leak to the destination through `Referer`.
+pub const REFERRER_POLICY: &str = "strict-origin-when-cross-origin";
+
+/// Fallbacks and interstitials are not content; search engines should not index them.
+pub const X_ROBOTS_TAG: &str = "noindex, nofollow";
+
+/// What a request ends with, fallback URLs resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Page {
+    /// `302` to a link's destination.
+    Destination(String),
+    /// `302` to a fallback (the domain's, the group's access fallback or the default).
+    Fallback(String),
+    /// `200` with the monetization interstitial.
+    Interstitial {
+        /// Where the page continues to.
+        destination: String,
+        /// Countdown length.
+        seconds: u32,
+    },
+    /// `404`: a fallback was needed but none is configured (nor the worker's default).
+    NoFallback,
+    /// `405` for methods other than `GET` and `HEAD`.
+    MethodNotAllowed,
+}
+
+/// A response: status, headers, body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Header names and values.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body; empty for redirects.
+    pub body: String,
+}
+
+impl Reply {
+    /// The value of header `name`, if set.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A JSON response (sync route), never cached.
+    pub fn json(status: u16, body: String) -> Reply {
+        Reply {
+            status,
+            headers: vec![
+                ("Content-Type", "application/json".into()),
+                ("Cache-Control", CACHE_CONTROL.into()),
+            ],
+            body,
+        }
+    }
+}
+
+/// The response for a page. `HEAD` requests get the same status and headers with no body.
+pub fn reply(page: &Page, head: bool) -> Reply {
+    let redirect = |location: &str, noindex: bool| {
+        let mut headers = vec![
+            ("Location", location.to_owned()),
+            ("Cache-Control", CACHE_CONTROL.into()),
+            ("Referrer-Policy", REFERRER_POLICY.into()),
+        ];
+        if noindex {
+            headers.push(("X-Robots-Tag", X_ROBOTS_TAG.into()));
+        }
+        // 302, never 301: a permanent redirect would be cached by browsers and outlive a paused link.
+        Reply {
+            status: 302,
+            headers,
+            body: String::new(),
+        }
+    };
+    let text = |status: u16, body: &str, extra: Option<(&'static str, String)>| {
+        let mut headers = vec![
+            ("Content-Type", "text/plain; charset=utf-8".into()),
+            ("Cache-Control", CACHE_CONTROL.into()),
+            ("X-Robots-Tag", X_ROBOTS_TAG.into()),
+        ];
+        headers.extend(extra);
+        Reply {
+            status,
+            headers,
+            body: if head { String::new() } else { body.into() },
+        }
+    };
+    match page {
+        Page::Destination(location) => redirect(location, false),
+        Page::Fallback(location) => redirect(location, true),
+        Page::Interstitial {
+            destination,
+            seconds,
+        } => Reply {
+            status: 200,
+            headers: vec![
+                ("Content-Type", "text/html; charset=utf-8".into()),
+                ("Cache-Control", CACHE_CONTROL.into()),
+                ("Referrer-Policy", REFERRER_POLICY.into()),
+                ("X-Robots-Tag", X_ROBOTS_TAG.into()),
+                (
+                    "Content-Security-Policy",
+                    interstitial::CONTENT_SECURITY_POLICY.into(),
+                ),
+                ("X-Content-Type-Options", "nosniff".into()),
+                ("X-Frame-Options", "DENY".into()),
+            ],
+            body: if head {
+                String::new()
+            } else {
+                interstitial::render(destination, *seconds)
+            },
+        },
+        Page::NoFallback => text(404, "Not found\n", None),
+        Page::MethodNotAllowed => text(
+            405,
+            "Method not allowed\n",
+            Some(("Allow", "GET, HEAD".into())),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirects_are_302_and_private() {
+        let r = reply(&Page::Destination("https://d.example/".into()), false);
+        assert_eq!(r.status, 302);
+        assert_eq!(r.header("location"), Some("https://d.example/"));
+        assert_eq!(r.header("cache-control"), Some(CACHE_CONTROL));
+        assert_eq!(r.header("referrer-policy"), Some(REFERRER_POLICY));
+        assert_eq!(r.header("x-robots-tag"), None);
+        assert!(r.body.is_empty());
+
+        let f = reply(&Page::Fallback("https://f.example/".into()), false);
+        assert_eq!(f.status, 302);
+        assert_eq!(f.header("x-robots-tag"), Some(X_ROBOTS_TAG));
+    }
+
+    #[test]
+    fn interstitial_page() {
+        let page = Page::Interstitial {
+            destination: "https://d.example/".into(),
+            seconds: 3,
+        };
+        let r = reply(&page, false);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("x-robots-tag"), Some(X_ROBOTS_TAG));
+        assert!(r.header("content-type").unwrap().starts_with("text/html"));
+        assert!(r.body.contains("href=\"https://d.example/\""));
+        assert!(reply(&page, true).body.is_empty());
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(reply(&Page::NoFallback, false).status, 404);
+        let r = reply(&Page::MethodNotAllowed, false);
+        assert_eq!(r.status, 405);
+        assert_eq!(r.header("allow"), Some("GET, HEAD"));
+    }
+}

@@ -1,0 +1,246 @@
+//! Which route a request takes, from its method, host, path and query alone (no KV).
+
+/// The longest short code looked up in KV. Longer paths cannot be links (custom codes are at most 50 characters),
+/// so they go straight to the fallback without costing a KV read.
+pub const MAX_SHORT_CODE_LEN: usize = 64;
+
+/// The path of the origin's KV sync route.
+pub const SYNC_PATH: &str = "/__shortlink/sync";
+
+/// The route of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `GET`/`HEAD /<short_code>`; the code is lowercased.
+    Persistent {
+        /// The short code, lowercase.
+        code: String,
+    },
+    /// `GET`/`HEAD /e/<group_id>?signature=<token>`; the group id is lowercased, the token URL-decoded.
+    Dynamic {
+        /// The group id, lowercase.
+        group_id: String,
+        /// The token, URL-decoded; `None` when the query has no `signature`.
+        token: Option<String>,
+    },
+    /// `GET`/`HEAD` of `/` or of a path that cannot be a link: the domain's fallback.
+    Fallback,
+    /// `POST /__shortlink/sync`.
+    Sync,
+    /// Any other method: `405`.
+    MethodNotAllowed,
+}
+
+/// Routes a request. `path` is the URL path as received (percent-encoded), `query` the raw query without `?`.
+pub fn route(method: &str, path: &str, query: Option<&str>) -> Route {
+    if method == "POST" && path == SYNC_PATH {
+        return Route::Sync;
+    }
+    if method != "GET" && method != "HEAD" {
+        return Route::MethodNotAllowed;
+    }
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    if let Some(group_id) = rest.strip_prefix("e/") {
+        return if is_group_id(group_id) {
+            Route::Dynamic {
+                group_id: group_id.to_ascii_lowercase(),
+                token: query.and_then(signature),
+            }
+        } else {
+            Route::Fallback
+        };
+    }
+    if is_short_code(rest) {
+        Route::Persistent {
+            code: rest.to_ascii_lowercase(),
+        }
+    } else {
+        Route::Fallback
+    }
+}
+
+/// Short codes are letters, digits, `_` and `-` (spec 4.1); anything else (`/`, `favicon.ico`, a nested path)
+/// is not a link.
+fn is_short_code(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_SHORT_CODE_LEN
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Group ids are UUIDs; accepting only their alphabet keeps KV keys well-formed.
+fn is_group_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+}
+
+/// The first `signature` parameter of a query, URL-decoded.
+fn signature(query: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "signature")
+        .map(|(_, value)| value.into_owned())
+}
+
+/// The parts of an absolute request URL (`scheme://authority/path?query#fragment`): authority, path (at least
+/// `/`) and query. Split by hand rather than with the `url` crate, whose IDNA tables would add about 100 KB to
+/// the wasm for no use: the Workers runtime hands us a URL it has already parsed and normalized.
+pub fn split_url(url: &str) -> (&str, &str, Option<&str>) {
+    let url = url.split_once('#').map_or(url, |(before, _)| before);
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let (authority, path_query) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let (path, query) = match path_query.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (path_query, None),
+    };
+    (authority, if path.is_empty() { "/" } else { path }, query)
+}
+
+/// The host a request names, normalized for KV keys (lowercase, no port, no trailing dot), or `None` when it is
+/// not a plausible host name, in which case the request is treated as for an unknown host.
+pub fn normalize_request_host(host: &str) -> Option<String> {
+    let host = host.trim();
+    // A bracketed IPv6 literal has colons inside; only strip a port after the last `]`.
+    let without_port = match host.rfind(':') {
+        Some(colon) if !host[colon..].contains(']') => {
+            if !host[colon + 1..].bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            &host[..colon]
+        }
+        _ => host,
+    };
+    let host = without_port.trim_end_matches('.');
+    let valid = if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        !inner.is_empty()
+            && inner
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+    } else {
+        !host.is_empty()
+            && host.len() <= 253
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+    };
+    valid.then(|| host.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn persistent(code: &str) -> Route {
+        Route::Persistent { code: code.into() }
+    }
+
+    #[test]
+    fn persistent_links() {
+        assert_eq!(
+            route("GET", "/Promo_2024-x", None),
+            persistent("promo_2024-x")
+        );
+        assert_eq!(route("HEAD", "/abc", Some("utm=1")), persistent("abc"));
+        assert_eq!(route("GET", "/a", None), persistent("a"));
+    }
+
+    #[test]
+    fn not_links() {
+        for path in [
+            "/",
+            "",
+            "/favicon.ico",
+            "/a/b",
+            "/abc/",
+            "/%61bc",
+            "/e/",
+            "/ab c",
+        ] {
+            assert_eq!(route("GET", path, None), Route::Fallback, "{path}");
+        }
+        let long = format!("/{}", "a".repeat(MAX_SHORT_CODE_LEN + 1));
+        assert_eq!(route("GET", &long, None), Route::Fallback);
+        let longest = format!("/{}", "a".repeat(MAX_SHORT_CODE_LEN));
+        assert!(matches!(
+            route("GET", &longest, None),
+            Route::Persistent { .. }
+        ));
+    }
+
+    #[test]
+    fn dynamic_links() {
+        let id = "0B7C6A1E-7F39-4C55-9A55-2D1C1F5E8A10";
+        assert_eq!(
+            route(
+                "GET",
+                &format!("/e/{id}"),
+                Some("a=1&signature=AQ-_x%2Bz&signature=other")
+            ),
+            Route::Dynamic {
+                group_id: id.to_ascii_lowercase(),
+                token: Some("AQ-_x+z".into()),
+            }
+        );
+        assert_eq!(
+            route("HEAD", &format!("/e/{id}"), None),
+            Route::Dynamic {
+                group_id: id.to_ascii_lowercase(),
+                token: None
+            }
+        );
+        assert_eq!(
+            route("GET", "/e/not-a-uuid!", Some("signature=x")),
+            Route::Fallback
+        );
+        assert_eq!(
+            route("GET", &format!("/e/{id}/x"), Some("signature=x")),
+            Route::Fallback
+        );
+    }
+
+    #[test]
+    fn methods() {
+        assert_eq!(route("POST", SYNC_PATH, None), Route::Sync);
+        assert_eq!(route("GET", SYNC_PATH, None), Route::Fallback);
+        assert_eq!(route("POST", "/abc", None), Route::MethodNotAllowed);
+        assert_eq!(route("PUT", SYNC_PATH, None), Route::MethodNotAllowed);
+        assert_eq!(route("OPTIONS", "/", None), Route::MethodNotAllowed);
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            split_url("https://go.example.com/abc?x=1#f"),
+            ("go.example.com", "/abc", Some("x=1"))
+        );
+        assert_eq!(split_url("http://h:8787"), ("h:8787", "/", None));
+        assert_eq!(
+            split_url("http://h?signature=a/b"),
+            ("h", "/", Some("signature=a/b"))
+        );
+        assert_eq!(split_url("http://h/e/g?"), ("h", "/e/g", Some("")));
+    }
+
+    #[test]
+    fn hosts() {
+        assert_eq!(
+            normalize_request_host("Go.Example.COM").as_deref(),
+            Some("go.example.com")
+        );
+        assert_eq!(
+            normalize_request_host("go.example.com:8787").as_deref(),
+            Some("go.example.com")
+        );
+        assert_eq!(
+            normalize_request_host("go.example.com.").as_deref(),
+            Some("go.example.com")
+        );
+        assert_eq!(normalize_request_host("[::1]:80").as_deref(), Some("[::1]"));
+        assert_eq!(normalize_request_host("[::1]").as_deref(), Some("[::1]"));
+        assert_eq!(normalize_request_host(""), None);
+        assert_eq!(normalize_request_host("a b"), None);
+        assert_eq!(normalize_request_host("evil:1:link"), None);
+        assert_eq!(normalize_request_host("evil:1:2"), None);
+        assert_eq!(normalize_request_host("[::1"), None);
+    }
+}

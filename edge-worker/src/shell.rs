@@ -1,0 +1,359 @@
+//! The Workers entry point (wasm32 only): reads the request and KV, calls the plain decision code, and copies
+//! the resulting [`Reply`] into a `Response`. Nothing here decides where a visitor goes.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use futures_util::future::join;
+use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
+use serde::de::DeserializeOwned;
+use shared_crypto::DomainBlocklist;
+use wasm_bindgen::JsValue;
+use worker::{Context, Date, Env, Headers, KvStore, Request, Response, event};
+
+use crate::cache::TtlCache;
+use crate::config;
+use crate::decision::{self, Decision, Group, Outcome};
+use crate::reply::{Page, Reply, reply};
+use crate::route::{self, Route};
+use crate::sync::{self, Auth};
+use crate::visitor::Visitor;
+
+/// A cached KV record, parsed once per isolate. `None` inside means "absent or unusable" and is cached too.
+#[derive(Clone)]
+enum Cached {
+    Link(Option<Rc<LinkRecord>>),
+    Group(Option<Rc<Group>>),
+    Domain(Option<Rc<DomainRecord>>),
+    Blocklist(Rc<DomainBlocklist>),
+}
+
+thread_local! {
+    /// One cache per isolate; wasm32 Workers are single-threaded, so the `RefCell` is never contended and no
+    /// borrow is held across an `.await`.
+    static CACHE: RefCell<TtlCache<Cached>> = RefCell::new(TtlCache::new(
+        config::ISOLATE_CACHE_TTL_SECONDS * 1000,
+        config::ISOLATE_CACHE_CAPACITY,
+    ));
+}
+
+/// The Workers fetch handler. Every visitor request ends in a redirect, an interstitial, a 404 when no fallback
+/// is configured at all, or a 405; errors from bindings are absorbed into fallbacks, never turned into a 5xx.
+#[event(fetch)]
+async fn fetch(mut req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    let now_ms = Date::now().as_millis();
+    let ttl = env.var(config::CACHE_TTL_VAR).ok().map(|v| v.to_string());
+    let ttl_ms = config::cache_ttl_seconds(ttl.as_deref()) * 1000;
+    CACHE.with(|c| c.borrow_mut().set_ttl_ms(ttl_ms));
+
+    let method = req.method().to_string();
+    let raw_url = req.inner().url();
+    let (authority, path, query) = route::split_url(&raw_url);
+    let head = method == "HEAD";
+    let reply = match route::route(&method, path, query) {
+        Route::Sync => sync_route(&mut req, &env).await,
+        Route::MethodNotAllowed => reply(&Page::MethodNotAllowed, head),
+        route => {
+            let ctx = Visit::new(&req, &env, authority, now_ms);
+            let page = visit(&ctx, route).await;
+            reply(&page, head)
+        }
+    };
+    into_response(reply)
+}
+
+/// The facts of one visitor request.
+struct Visit<'a> {
+    env: &'a Env,
+    host: Option<String>,
+    visitor: Visitor,
+    now_ms: u64,
+    kv: Option<KvStore>,
+}
+
+impl<'a> Visit<'a> {
+    fn new(req: &Request, env: &'a Env, url_authority: &str, now_ms: u64) -> Self {
+        let header = |name: &str| req.headers().get(name).ok().flatten();
+        // The Host header names the domain (what `wrangler dev` and Miniflare pass through, too); the URL's host is
+        // the same thing on Cloudflare and serves when the header is missing.
+        let host = header("Host")
+            .and_then(|h| route::normalize_request_host(&h))
+            .or_else(|| route::normalize_request_host(url_authority));
+        let cf = js_sys::Reflect::get(req.inner(), &JsValue::from_str("cf")).ok();
+        let cf_get = |obj: Option<&JsValue>, name: &str| {
+            obj.filter(|o| o.is_object())
+                .and_then(|o| js_sys::Reflect::get(o, &JsValue::from_str(name)).ok())
+        };
+        let bot = cf_get(cf.as_ref(), "botManagement");
+        let visitor = Visitor::new(
+            cf_get(cf.as_ref(), "country")
+                .and_then(|v| v.as_string())
+                .as_deref(),
+            header("CF-IPCountry").as_deref(),
+            header("User-Agent").as_deref(),
+            cf_get(bot.as_ref(), "score").and_then(|v| v.as_f64()),
+            cf_get(bot.as_ref(), "verifiedBot").and_then(|v| v.as_bool()) == Some(true),
+        );
+        Visit {
+            env,
+            host,
+            visitor,
+            now_ms,
+            kv: env.kv(config::KV_BINDING).ok(),
+        }
+    }
+
+    /// A KV record through the isolate cache. KV errors and unusable values read as absent; errors are not cached.
+    async fn record<T, F>(&self, key: String, wrap: F, unwrap: fn(Cached) -> Option<T>) -> T
+    where
+        F: FnOnce(Option<String>) -> (T, Cached),
+        T: Default,
+    {
+        if let Some(hit) = CACHE
+            .with(|c| c.borrow().get(&key, self.now_ms))
+            .and_then(unwrap)
+        {
+            return hit;
+        }
+        let Some(kv) = &self.kv else {
+            return T::default();
+        };
+        match kv
+            .get(&key)
+            .cache_ttl(config::KV_CACHE_TTL_SECONDS)
+            .text()
+            .await
+        {
+            Ok(text) => {
+                let (value, cached) = wrap(text);
+                CACHE.with(|c| c.borrow_mut().insert(key, cached, self.now_ms));
+                value
+            }
+            Err(_) => T::default(),
+        }
+    }
+
+    async fn link(&self, host: &str, code: &str) -> Option<Rc<LinkRecord>> {
+        self.record(
+            kv_model::link_key(host, code),
+            |text| {
+                let v = parse::<LinkRecord>(text).map(Rc::new);
+                (v.clone(), Cached::Link(v))
+            },
+            |c| match c {
+                Cached::Link(v) => Some(v),
+                _ => None,
+            },
+        )
+        .await
+    }
+
+    async fn group(&self, group_id: &str) -> Option<Rc<Group>> {
+        self.record(
+            kv_model::group_key(group_id),
+            |text| {
+                let v = parse::<GroupRecord>(text)
+                    .and_then(Group::from_record)
+                    .map(Rc::new);
+                (v.clone(), Cached::Group(v))
+            },
+            |c| match c {
+                Cached::Group(v) => Some(v),
+                _ => None,
+            },
+        )
+        .await
+    }
+
+    async fn domain(&self, host: &str) -> Option<Rc<DomainRecord>> {
+        self.record(
+            kv_model::domain_key(host),
+            |text| {
+                let v = parse::<DomainRecord>(text).map(Rc::new);
+                (v.clone(), Cached::Domain(v))
+            },
+            |c| match c {
+                Cached::Domain(v) => Some(v),
+                _ => None,
+            },
+        )
+        .await
+    }
+
+    async fn blocklist(&self) -> Rc<DomainBlocklist> {
+        self.record(
+            BLOCKLIST_KEY.to_owned(),
+            |text| {
+                let list: DomainBlocklist = parse::<BlocklistRecord>(text)
+                    .map(|r| r.domains.iter().collect())
+                    .unwrap_or_default();
+                let v = Rc::new(list);
+                (v.clone(), Cached::Blocklist(v))
+            },
+            |c| match c {
+                Cached::Blocklist(v) => Some(v),
+                _ => None,
+            },
+        )
+        .await
+    }
+
+    /// The domain's fallback (its record's URL, else the configured default).
+    async fn fallback(&self) -> Page {
+        let domain = match &self.host {
+            Some(host) => self.domain(host).await,
+            None => None,
+        };
+        let default = self
+            .env
+            .var(config::DEFAULT_FALLBACK_VAR)
+            .ok()
+            .map(|v| v.to_string());
+        match decision::domain_fallback(domain.as_deref(), default.as_deref()) {
+            Some(url) => Page::Fallback(url),
+            None => Page::NoFallback,
+        }
+    }
+}
+
+/// Visitor routes: persistent links, dynamic links and everything else that falls back.
+async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
+    let Some(host) = ctx.host.as_deref() else {
+        return ctx.fallback().await;
+    };
+    let decision = match route {
+        Route::Persistent { code } => {
+            let link = ctx.link(host, &code).await;
+            let group = match &link {
+                Some(l) if l.is_active => ctx.group(&l.group_id).await,
+                _ => None,
+            };
+            decision::decide_persistent(
+                link.as_deref(),
+                group.as_deref().map(|g| &g.settings),
+                &ctx.visitor,
+            )
+        }
+        Route::Dynamic { group_id, token } => {
+            let (domain, group) = join(ctx.domain(host), ctx.group(&group_id)).await;
+            let blocklist = ctx.blocklist().await;
+            let now_seconds = i64::try_from(ctx.now_ms / 1000).unwrap_or(i64::MAX);
+            decision::decide_dynamic(
+                domain.as_deref(),
+                group.as_deref(),
+                token.as_deref(),
+                blocklist.as_ref(),
+                &ctx.visitor,
+                now_seconds,
+            )
+        }
+        _ => return ctx.fallback().await,
+    };
+    page_for(ctx, decision).await
+}
+
+async fn page_for(ctx: &Visit<'_>, decision: Decision) -> Page {
+    // `decision.analytics` is where click events hook in (a later issue); nothing is sent yet.
+    match decision.outcome {
+        Outcome::Destination(url) => Page::Destination(url),
+        Outcome::Interstitial {
+            destination,
+            seconds,
+        } => Page::Interstitial {
+            destination,
+            seconds,
+        },
+        Outcome::Blocked {
+            access_fallback: Some(url),
+        } => Page::Fallback(url),
+        Outcome::Blocked {
+            access_fallback: None,
+        }
+        | Outcome::Fallback(_) => ctx.fallback().await,
+    }
+}
+
+/// A JSON record, or `None` when absent, unparsable or of another version (the contract: treat as missing).
+fn parse<T: DeserializeOwned>(text: Option<String>) -> Option<T> {
+    serde_json::from_str(&text?).ok()
+}
+
+/// `POST /__shortlink/sync`.
+async fn sync_route(req: &mut Request, env: &Env) -> Reply {
+    let secret = env.secret(config::SYNC_SECRET).ok().map(|s| s.to_string());
+    let authorization = req.headers().get("Authorization").ok().flatten();
+    match sync::authorize(authorization.as_deref(), secret.as_deref()) {
+        Auth::Disabled => return reply(&Page::NoFallback, false),
+        Auth::Denied => return Reply::json(401, sync::error_body("unauthorized")),
+        Auth::Allowed => {}
+    }
+    // Refuse an oversized body before reading it when its length is declared.
+    let declared = req
+        .headers()
+        .get("Content-Length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    if declared.is_some_and(|len| len > sync::MAX_BODY_BYTES) {
+        return Reply::json(400, sync::error_body("body_too_large"));
+    }
+    let Ok(body) = req.bytes().await else {
+        return Reply::json(400, sync::error_body("unreadable_body"));
+    };
+    let batch = match sync::parse_batch(&body) {
+        Ok(batch) => batch,
+        Err(e) => return Reply::json(400, sync::error_body(&e)),
+    };
+    let Ok(kv) = env.kv(config::KV_BINDING) else {
+        return Reply::json(503, sync::error_body("kv_binding_missing"));
+    };
+    let mut result = Ok(());
+    for (key, value) in &batch.puts {
+        let put = match kv.put(key, value.as_str()) {
+            Ok(put) => put.execute().await,
+            Err(e) => Err(e),
+        };
+        if put.is_err() {
+            result = Err(format!("kv_put_failed: {key}"));
+            break;
+        }
+    }
+    if result.is_ok() {
+        for key in &batch.deletes {
+            if kv.delete(key).await.is_err() {
+                result = Err(format!("kv_delete_failed: {key}"));
+                break;
+            }
+        }
+    }
+    // Evict even after a partial failure: some keys may have changed.
+    CACHE.with(|c| {
+        let mut cache = c.borrow_mut();
+        for key in batch.keys() {
+            cache.remove(key);
+        }
+    });
+    match result {
+        Ok(()) => Reply::json(200, sync::ok_body(&batch)),
+        // The batch is idempotent: 503 tells the publisher to retry it whole.
+        Err(e) => Reply::json(503, sync::error_body(&e)),
+    }
+}
+
+/// Copies a [`Reply`] into a Workers `Response`. Header values are built by [`crate::reply`] from checked URLs
+/// and constants, so setting them does not fail in practice; if it ever did, the header is skipped rather than
+/// the request failed.
+fn into_response(reply: Reply) -> worker::Result<Response> {
+    let headers = Headers::new();
+    for (name, value) in &reply.headers {
+        let _ = headers.set(name, value);
+    }
+    let builder = Response::builder()
+        .with_status(reply.status)
+        .with_headers(headers);
+    Ok(if reply.body.is_empty() {
+        builder.empty()
+    } else {
+        builder.fixed(reply.body.into_bytes())
+    })
+}

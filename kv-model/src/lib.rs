@@ -1,0 +1,364 @@
+//! Shortlink's edge read model: the Workers KV keys and their JSON records.
+//!
+//! The origin's publisher writes these records and the edge worker reads them, so both use this one
+//! definition. Every value is a JSON object carrying `"v": 1` ([`V1`]). A value with another `v`, or one that does
+//! not parse, must be treated by readers as missing: deserializing it here fails, and the worker then falls back
+//! instead of answering with an error.
+//!
+//! | key | record |
+//! |---|---|
+//! | [`link_key`]`(host, short_code)` = `link:<host>:<short_code>` | [`LinkRecord`] |
+//! | [`group_key`]`(group_id)` = `group:<group_id>` | [`GroupRecord`] |
+//! | [`domain_key`]`(host)` = `domain:<host>` | [`DomainRecord`] |
+//! | [`BLOCKLIST_KEY`] = `blocklist` | [`BlocklistRecord`] |
+//!
+//! Fields added later within version 1 must be optional: readers ignore fields they do not know, so the origin
+//! can publish a new field before every worker understands it.
+//!
+//! ```
+//! use kv_model::{LinkRecord, link_key};
+//!
+//! assert_eq!(link_key("Go.Example.com", "Promo"), "link:go.example.com:promo");
+//! let record = LinkRecord::new("https://example.org/", "0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10", true);
+//! assert_eq!(record.long_url, "https://example.org/");
+//! ```
+#![no_std]
+
+extern crate alloc;
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// The KV key of the blocked destination domain list.
+pub const BLOCKLIST_KEY: &str = "blocklist";
+
+/// Interstitial length used when a group's `monetization` object omits `interstitial_seconds`.
+pub const DEFAULT_INTERSTITIAL_SECONDS: u32 = 5;
+
+/// `link:<host>:<short_code>`, with host and short code lowercased (short codes are stored lowercase, and
+/// visitors' paths are matched case-insensitively).
+pub fn link_key(host: &str, short_code: &str) -> String {
+    format!(
+        "link:{}:{}",
+        host.to_ascii_lowercase(),
+        short_code.to_ascii_lowercase()
+    )
+}
+
+/// `group:<group_id>`, with the id lowercased (UUIDs are compared case-insensitively).
+pub fn group_key(group_id: &str) -> String {
+    format!("group:{}", group_id.to_ascii_lowercase())
+}
+
+/// `domain:<host>`, with the host lowercased.
+pub fn domain_key(host: &str) -> String {
+    format!("domain:{}", host.to_ascii_lowercase())
+}
+
+/// The record format version, always serialized as `1`. Deserializing any other value fails, which is how an
+/// unknown version ends up treated as a missing record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct V1;
+
+impl Serialize for V1 {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u8(1)
+    }
+}
+
+impl<'de> Deserialize<'de> for V1 {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct VersionVisitor;
+
+        impl Visitor<'_> for VersionVisitor {
+            type Value = V1;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("record version 1")
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<V1, E> {
+                if v == 1 {
+                    Ok(V1)
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Unsigned(v), &self))
+                }
+            }
+
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<V1, E> {
+                if v == 1 {
+                    Ok(V1)
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Signed(v), &self))
+                }
+            }
+        }
+
+        deserializer.deserialize_u64(VersionVisitor)
+    }
+}
+
+/// `null` reads as the default, so that `"access": null` means the same as leaving `access` out.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// A persistent link, at `link:<host>:<short_code>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    /// Format version.
+    pub v: V1,
+    /// The destination (`https://…`, validated by the origin when the link was created).
+    pub long_url: String,
+    /// The group the link belongs to; its settings apply to the link when `group:<group_id>` exists.
+    pub group_id: String,
+    /// `false`: the link is paused and visitors go to the domain's fallback.
+    pub is_active: bool,
+}
+
+impl LinkRecord {
+    /// A version-1 link record.
+    pub fn new(long_url: impl Into<String>, group_id: impl Into<String>, is_active: bool) -> Self {
+        LinkRecord {
+            v: V1,
+            long_url: long_url.into(),
+            group_id: group_id.into(),
+            is_active,
+        }
+    }
+}
+
+/// A group, at `group:<group_id>`. Deleting the group deletes the key, and its dynamic links stop working.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRecord {
+    /// Format version.
+    pub v: V1,
+    /// The group key, base64url (32 bytes), as shown on the dashboard.
+    pub key: String,
+    /// The group's rules; every field is optional and `{}` (or `null`, or leaving it out) means none.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub settings: GroupSettings,
+}
+
+impl GroupRecord {
+    /// A version-1 group record.
+    pub fn new(key: impl Into<String>, settings: GroupSettings) -> Self {
+        GroupRecord {
+            v: V1,
+            key: key.into(),
+            settings,
+        }
+    }
+}
+
+/// A group's settings: access rules, monetization and analytics (DESIGN.md, "Group settings").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupSettings {
+    /// Who may follow the group's links.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub access: AccessRules,
+    /// The interstitial shown before the destination; `None` (absent or `null`) means no monetization.
+    #[serde(default)]
+    pub monetization: Option<Monetization>,
+    /// Click analytics.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub analytics: Analytics,
+}
+
+/// Country and bot rules. A visitor they block is redirected to [`AccessRules::fallback_url`], else to the
+/// domain's fallback.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessRules {
+    /// ISO 3166-1 alpha-2 codes. When non-empty, only visitors from these countries pass (a visitor whose country
+    /// is unknown does not).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub allow_countries: Vec<String>,
+    /// ISO 3166-1 alpha-2 codes whose visitors are blocked.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub block_countries: Vec<String>,
+    /// Whether bots (crawlers, link-preview fetchers, HTTP libraries, headless browsers) are blocked.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub block_bots: bool,
+    /// Where blocked visitors go; `None` means the domain's fallback.
+    #[serde(default)]
+    pub fallback_url: Option<String>,
+}
+
+/// The monetization flow: an interstitial page that counts down, then continues to the destination.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Monetization {
+    /// Countdown length in seconds; `0` skips the page.
+    #[serde(default = "default_interstitial_seconds")]
+    pub interstitial_seconds: u32,
+}
+
+fn default_interstitial_seconds() -> u32 {
+    DEFAULT_INTERSTITIAL_SECONDS
+}
+
+/// Click analytics settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Analytics {
+    /// Whether the edge reports a click event per visitor request.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub enabled: bool,
+}
+
+/// A domain, at `domain:<host>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DomainRecord {
+    /// Format version.
+    pub v: V1,
+    /// Whether dynamic links (`/e/…`) are served on this domain. Persistent links keep redirecting while their
+    /// link record exists, whatever this says: disabling a domain stops new links, it does not break old ones.
+    pub enabled: bool,
+    /// The domain's fallback URL; `None` means the worker's configured default.
+    #[serde(default)]
+    pub fallback_url: Option<String>,
+}
+
+impl DomainRecord {
+    /// A version-1 domain record.
+    pub fn new(enabled: bool, fallback_url: Option<String>) -> Self {
+        DomainRecord {
+            v: V1,
+            enabled,
+            fallback_url,
+        }
+    }
+}
+
+/// The blocked destination domains, at [`BLOCKLIST_KEY`]. A listed domain blocks itself and its subdomains.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlocklistRecord {
+    /// Format version.
+    pub v: V1,
+    /// Blocked domains, e.g. `evil.example`.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub domains: Vec<String>,
+}
+
+impl BlocklistRecord {
+    /// A version-1 blocklist record.
+    pub fn new(domains: Vec<String>) -> Self {
+        BlocklistRecord { v: V1, domains }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    #[test]
+    fn keys_are_lowercase() {
+        assert_eq!(
+            link_key("GO.example.COM", "AbC-1"),
+            "link:go.example.com:abc-1"
+        );
+        assert_eq!(
+            group_key("0B7C6A1E-7F39-4C55-9A55-2D1C1F5E8A10"),
+            "group:0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10"
+        );
+        assert_eq!(domain_key("Go.Example.com"), "domain:go.example.com");
+    }
+
+    #[test]
+    fn link_round_trip() {
+        let json = r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true}"#;
+        let record: LinkRecord = serde_json::from_str(json).unwrap();
+        assert_eq!(record, LinkRecord::new("https://a.example/x", "g", true));
+        assert_eq!(serde_json::to_string(&record).unwrap(), json);
+    }
+
+    #[test]
+    fn other_versions_are_rejected() {
+        for v in ["0", "2", "-1", "1.0", "\"1\"", "null"] {
+            let json =
+                format!(r#"{{"v":{v},"long_url":"https://a/","group_id":"g","is_active":true}}"#);
+            assert!(
+                serde_json::from_str::<LinkRecord>(&json).is_err(),
+                "v = {v}"
+            );
+        }
+        let missing = r#"{"long_url":"https://a/","group_id":"g","is_active":true}"#;
+        assert!(serde_json::from_str::<LinkRecord>(missing).is_err());
+    }
+
+    #[test]
+    fn full_group_settings() {
+        let json = r#"{"v":1,"key":"k","settings":{
+            "access":{"allow_countries":["US","DE"],"block_countries":["RU"],"block_bots":true,
+                      "fallback_url":"https://example.com/blocked"},
+            "monetization":{"interstitial_seconds":7},
+            "analytics":{"enabled":true},
+            "future_field":{"ignored":true}}}"#;
+        let group: GroupRecord = serde_json::from_str(json).unwrap();
+        let s = &group.settings;
+        assert_eq!(s.access.allow_countries, vec!["US", "DE"]);
+        assert_eq!(s.access.block_countries, vec!["RU"]);
+        assert!(s.access.block_bots);
+        assert_eq!(
+            s.access.fallback_url.as_deref(),
+            Some("https://example.com/blocked")
+        );
+        assert_eq!(
+            s.monetization,
+            Some(Monetization {
+                interstitial_seconds: 7
+            })
+        );
+        assert!(s.analytics.enabled);
+        let again: GroupRecord =
+            serde_json::from_str(&serde_json::to_string(&group).unwrap()).unwrap();
+        assert_eq!(again, group);
+    }
+
+    #[test]
+    fn empty_and_null_settings_mean_none() {
+        for settings in [
+            r#","settings":{}"#,
+            r#","settings":null"#,
+            "",
+            r#","settings":{"access":null,"monetization":null,"analytics":null}"#,
+            r#","settings":{"access":{"allow_countries":null,"block_bots":null},"analytics":{}}"#,
+        ] {
+            let json = format!(r#"{{"v":1,"key":"k"{settings}}}"#);
+            let group: GroupRecord = serde_json::from_str(&json).unwrap();
+            assert_eq!(group.settings, GroupSettings::default(), "{json}");
+        }
+        let group: GroupRecord =
+            serde_json::from_str(r#"{"v":1,"key":"k","settings":{"monetization":{}}}"#).unwrap();
+        assert_eq!(
+            group.settings.monetization,
+            Some(Monetization {
+                interstitial_seconds: DEFAULT_INTERSTITIAL_SECONDS
+            })
+        );
+    }
+
+    #[test]
+    fn domain_and_blocklist() {
+        let d: DomainRecord =
+            serde_json::from_str(r#"{"v":1,"enabled":true,"fallback_url":null}"#).unwrap();
+        assert_eq!(d, DomainRecord::new(true, None));
+        let d: DomainRecord = serde_json::from_str(r#"{"v":1,"enabled":false}"#).unwrap();
+        assert_eq!(d, DomainRecord::new(false, None));
+        assert!(serde_json::from_str::<DomainRecord>(r#"{"v":1}"#).is_err());
+        let b: BlocklistRecord =
+            serde_json::from_str(r#"{"v":1,"domains":["evil.example"]}"#).unwrap();
+        assert_eq!(b, BlocklistRecord::new(vec!["evil.example".to_string()]));
+    }
+}
