@@ -282,11 +282,7 @@ fn parse<T: DeserializeOwned>(text: Option<String>) -> Option<T> {
 async fn sync_route(req: &mut Request, env: &Env) -> Reply {
     let secret = env.secret(config::SYNC_SECRET).ok().map(|s| s.to_string());
     let authorization = req.headers().get("Authorization").ok().flatten();
-    match sync::authorize(authorization.as_deref(), secret.as_deref()) {
-        Auth::Disabled => return reply(&Page::NoFallback, false),
-        Auth::Denied => return Reply::json(401, sync::error_body("unauthorized")),
-        Auth::Allowed => {}
-    }
+    let auth = sync::authorize(authorization.as_deref(), secret.as_deref());
     // Refuse an oversized body before reading it when its length is declared.
     let declared = req
         .headers()
@@ -294,11 +290,21 @@ async fn sync_route(req: &mut Request, env: &Env) -> Reply {
         .ok()
         .flatten()
         .and_then(|v| v.trim().parse::<usize>().ok());
-    if declared.is_some_and(|len| len > sync::MAX_BODY_BYTES) {
-        return Reply::json(400, sync::error_body("body_too_large"));
+    let body = if declared.is_some_and(|len| len > sync::MAX_BODY_BYTES) {
+        Err("body_too_large")
+    } else {
+        // Read the body even when the answer is 401 or 404: workerd closes a connection whose request body was
+        // left unread, and a client reusing it from its pool would see a reset instead of our answer.
+        req.bytes().await.map_err(|_| "unreadable_body")
+    };
+    match auth {
+        Auth::Disabled => return reply(&Page::NoFallback, false),
+        Auth::Denied => return Reply::json(401, sync::error_body("unauthorized")),
+        Auth::Allowed => {}
     }
-    let Ok(body) = req.bytes().await else {
-        return Reply::json(400, sync::error_body("unreadable_body"));
+    let body = match body {
+        Ok(body) => body,
+        Err(e) => return Reply::json(400, sync::error_body(e)),
     };
     let batch = match sync::parse_batch(&body) {
         Ok(batch) => batch,

@@ -1,1 +1,374 @@
-//! placeholder
+//! End-to-end test harness: the real edge worker (wasm built by `worker-build`) in workerd, driven over HTTP.
+//!
+//! [`Worker::start`] builds the worker once per test process (`scripts/build-edge-worker.sh`; set
+//! `SHORTLINK_EDGE_SKIP_BUILD=1` when a preceding step already built it), starts
+//! `tests/support/serve-worker.mjs` (Miniflare, configured from the root `wrangler.toml`) on a free port, waits for
+//! it with a deadline, and kills it on drop. KV starts empty; tests seed it through the worker's own
+//! `POST /__shortlink/sync` route. Requests name the domain in the `Host` header, as visitors' browsers do.
+//!
+//! Prerequisite: `scripts/install-edge-toolchain.sh`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord};
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use shared_crypto::{GroupKey, Payload, TokenCipher};
+
+/// The bearer secret the test workers are configured with.
+pub const SYNC_SECRET: &str = "e2e-sync-secret";
+
+/// The worker's `DEFAULT_FALLBACK_URL` in tests.
+pub const DEFAULT_FALLBACK: &str = "https://default.example/fallback";
+
+/// How long a worker may take to start (workerd compiles the wasm on first load).
+const STARTUP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// Builds the worker once per process, unless `SHORTLINK_EDGE_SKIP_BUILD` is set. Panics with the build output on
+/// failure.
+fn ensure_built() {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let result = BUILT.get_or_init(|| {
+        if std::env::var_os("SHORTLINK_EDGE_SKIP_BUILD").is_some() {
+            return Ok(());
+        }
+        let out = Command::new("bash")
+            .arg(root().join("scripts/build-edge-worker.sh"))
+            .output()
+            .map_err(|e| format!("cannot run scripts/build-edge-worker.sh: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "scripts/build-edge-worker.sh failed ({}):\n{}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let wasm = root().join("edge-worker/build/index_bg.wasm");
+    assert!(wasm.exists(), "{} is missing", wasm.display());
+}
+
+/// A running worker: the Miniflare child process and an HTTP client that does not follow redirects.
+pub struct Worker {
+    child: Child,
+    /// Base URL, e.g. `http://127.0.0.1:40123/`.
+    pub url: String,
+    client: reqwest::Client,
+}
+
+/// Options for [`Worker::start_with`].
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `SYNC_SECRET`; `None` leaves it unset (the sync route is then disabled).
+    pub sync_secret: Option<String>,
+    /// Extra environment for the serve script (e.g. `ISOLATE_CACHE_TTL_SECONDS`, `PORT`).
+    pub env: Vec<(String, String)>,
+    /// Serve the benchmark's floor worker instead of the edge worker.
+    pub floor: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            sync_secret: Some(SYNC_SECRET.into()),
+            env: Vec::new(),
+            floor: false,
+        }
+    }
+}
+
+impl Worker {
+    /// Starts the edge worker with the test secret and default fallback.
+    pub fn start() -> Worker {
+        Worker::start_with(Options::default())
+    }
+
+    /// Starts a worker with `options`.
+    pub fn start_with(options: Options) -> Worker {
+        if !options.floor {
+            ensure_built();
+        }
+        let root = root();
+        let node = root.join("node_modules/.bin/node");
+        assert!(
+            node.exists(),
+            "{} is missing: run scripts/install-edge-toolchain.sh",
+            node.display()
+        );
+        let mut cmd = Command::new(node);
+        cmd.arg(root.join("tests/support/serve-worker.mjs"))
+            .current_dir(&root)
+            .env("DEFAULT_FALLBACK_URL", DEFAULT_FALLBACK)
+            .env("WRANGLER_SEND_METRICS", "false")
+            .env("WRANGLER_SEND_ERROR_REPORTS", "false")
+            .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
+            .env("WRANGLER_HIDE_BANNER", "true")
+            .env_remove("SYNC_SECRET")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(secret) = &options.sync_secret {
+            cmd.env("SYNC_SECRET", secret);
+        }
+        if options.floor {
+            cmd.arg("--floor");
+        }
+        for (k, v) in &options.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn node serve-worker.mjs");
+        let stdout = child.stdout.take().expect("piped stdout");
+        // Read the readiness line on a thread, so the wait has a deadline.
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = match rx.recv_timeout(STARTUP_DEADLINE) {
+            Ok(line) => line,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("worker did not start within {STARTUP_DEADLINE:?}");
+            }
+        };
+        let ready: Value = match serde_json::from_str(line.trim()) {
+            Ok(v) => v,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "serve-worker.mjs did not report readiness (got {line:?}); see its stderr above"
+                );
+            }
+        };
+        let url = ready["url"]
+            .as_str()
+            .expect("url in readiness line")
+            .to_owned();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("reqwest client");
+        Worker { child, url, client }
+    }
+
+    /// The HTTP client (no redirects followed).
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// A request to `path` (with query) on the worker, naming `host` in the `Host` header.
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        host: &str,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        let url = format!("{}{}", self.url.trim_end_matches('/'), path);
+        self.client.request(method, url).header("Host", host)
+    }
+
+    /// `GET` as a browser (a desktop Chrome User-Agent), with extra headers.
+    pub async fn visit(&self, host: &str, path: &str, headers: &[(&str, &str)]) -> Visit {
+        self.send(reqwest::Method::GET, host, path, headers).await
+    }
+
+    /// Any method, as a browser, with extra headers (which may override the User-Agent).
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        host: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Visit {
+        // `RequestBuilder::header` appends, so the default User-Agent is only added when not overridden.
+        let mut req = self.request(method, host, path);
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+        {
+            req = req.header("User-Agent", BROWSER_UA);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.expect("request to the worker");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.text().await.expect("response body");
+        Visit {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// `POST /__shortlink/sync` with `body` and the given bearer token; returns status and JSON body.
+    pub async fn sync_as(&self, bearer: Option<&str>, body: String) -> (u16, Value) {
+        let mut req = self
+            .request(reqwest::Method::POST, "sync.internal", "/__shortlink/sync")
+            .header("Content-Type", "application/json")
+            .body(body);
+        if let Some(token) = bearer {
+            req = req.header("Authorization", format!("Bearer {token}"));
+        }
+        let resp = req.send().await.expect("sync request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("sync body");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// Like [`Worker::sync_as`], but returns the transport error instead of panicking: a server that refuses an
+    /// oversized body from its `Content-Length` may answer and close before the client has finished sending.
+    /// It uses a connection of its own, so a reset does not touch the pooled connections of other requests.
+    pub async fn try_sync_as(
+        &self,
+        bearer: Option<&str>,
+        body: String,
+    ) -> Result<(u16, Value), reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(30))
+            .build()?;
+        let url = format!("{}/__shortlink/sync", self.url.trim_end_matches('/'));
+        let mut req = client
+            .post(url)
+            .header("Host", "sync.internal")
+            .header("Content-Type", "application/json")
+            .body(body);
+        if let Some(token) = bearer {
+            req = req.header("Authorization", format!("Bearer {token}"));
+        }
+        let resp = req.send().await?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await?;
+        Ok((
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ))
+    }
+
+    /// Seeds KV through the sync route with the test secret; panics unless it answers 200.
+    pub async fn sync(&self, puts: Vec<(String, Value)>, deletes: Vec<String>) {
+        let body = json!({
+            "put": puts.into_iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>(),
+            "delete": deletes,
+        });
+        let (status, reply) = self.sync_as(Some(SYNC_SECRET), body.to_string()).await;
+        assert_eq!(status, 200, "sync failed: {reply}");
+        assert_eq!(reply["ok"], true);
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A desktop Chrome User-Agent: a human visitor.
+pub const BROWSER_UA: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                              Chrome/126.0.0.0 Safari/537.36";
+
+/// A response: status, headers, body.
+#[derive(Debug)]
+pub struct Visit {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers.
+    pub headers: HeaderMap,
+    /// Body text.
+    pub body: String,
+}
+
+impl Visit {
+    /// A header's value, if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts a 302 to `location` and returns `self` for more checks.
+    #[track_caller]
+    pub fn assert_redirect(&self, location: &str) -> &Self {
+        assert_eq!(
+            (self.status, self.header("location")),
+            (302, Some(location)),
+            "expected 302 to {location}; body: {}",
+            self.body
+        );
+        self
+    }
+}
+
+/// KV value of a link record.
+pub fn link(long_url: &str, group_id: &str, is_active: bool) -> Value {
+    serde_json::to_value(LinkRecord::new(long_url, group_id, is_active)).expect("serialize")
+}
+
+/// KV value of a domain record.
+pub fn domain(enabled: bool, fallback_url: Option<&str>) -> Value {
+    serde_json::to_value(DomainRecord::new(enabled, fallback_url.map(str::to_owned)))
+        .expect("serialize")
+}
+
+/// KV value of a group record with `key` and `settings` (a JSON object, as the origin stores it).
+pub fn group(key: &GroupKey, settings: Value) -> Value {
+    // Round-trip through the shared type, so the tests publish exactly what the origin's publisher would.
+    let settings: GroupSettings = serde_json::from_value(settings).expect("valid settings");
+    serde_json::to_value(GroupRecord::new(key.to_base64url(), settings)).expect("serialize")
+}
+
+/// A fresh 12-byte IV per token (a counter: unique within the test process, which is all GCM needs here).
+fn next_iv() -> [u8; 12] {
+    static COUNTER: AtomicU64 = AtomicU64::new(1);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut iv = [0u8; 12];
+    iv[..8].copy_from_slice(&n.to_be_bytes());
+    iv
+}
+
+/// A dynamic-link token for `payload` under `key`.
+pub fn token(key: &GroupKey, payload: &Payload) -> String {
+    TokenCipher::new(key).seal(payload, next_iv())
+}
+
+/// The path of a dynamic link: `/e/<group_id>?signature=<url-encoded token>`.
+pub fn dynamic_path(group_id: &str, token: &str) -> String {
+    // base64url needs no escaping except that `-` and `_` are safe anyway; encode defensively all the same.
+    let encoded: String = token
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("/e/{group_id}?signature={encoded}")
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the edge toolchain if needed, builds the worker, runs its host unit tests and the end-to-end tests in
+# workerd. This is the CI entry point for the edge worker.
+#
+# Usage: scripts/edge-test.sh [extra cargo test args for the e2e crate]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+# Wrangler (loaded by the serve script for wrangler.toml) stays offline and quiet.
+export WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false \
+  WRANGLER_HIDE_BANNER=true
+bash scripts/install-edge-toolchain.sh
+cargo test -p kv-model -p edge-worker
+bash scripts/build-edge-worker.sh
+SHORTLINK_EDGE_SKIP_BUILD=1 cargo test -p e2e "$@"
