@@ -3,6 +3,7 @@
 
 use crate::db::{Db, DomainOwner, StoreError};
 use crate::domain::{GroupSettings, Hostname, LongUrl};
+use crate::publisher::Sink;
 use crate::startup::{Application, Settings, shutdown_signal};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -48,12 +49,61 @@ pub enum Command {
         /// validate-dynamic: sustained requests per minute per client IP.
         #[arg(long, env = "VALIDATE_PER_MINUTE", default_value_t = 600)]
         validate_per_minute: u32,
+        /// Where changes are published.
+        #[command(flatten)]
+        sink: SinkArgs,
+        /// Secret the edge worker presents on /internal/… (KV-miss lookups, click events).
+        #[arg(long, env = "INTERNAL_API_SECRET", hide_env_values = true)]
+        internal_api_secret: Option<String>,
     },
     /// Apply pending migrations and exit.
     Migrate,
     /// Operator commands.
     #[command(subcommand)]
     Admin(Admin),
+}
+
+/// The publisher's sink: the worker's sync route, or the Cloudflare KV REST API.
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// The worker's sync route, e.g. http://127.0.0.1:8787/__shortlink/sync.
+    #[arg(long, env = "EDGE_SYNC_URL")]
+    edge_sync_url: Option<String>,
+    /// The worker's SYNC_SECRET.
+    #[arg(long, env = "EDGE_SYNC_SECRET", hide_env_values = true)]
+    edge_sync_secret: Option<String>,
+    /// Cloudflare account id (KV REST API sink).
+    #[arg(long, env = "CF_ACCOUNT_ID")]
+    cf_account_id: Option<String>,
+    /// Workers KV namespace id.
+    #[arg(long, env = "CF_KV_NAMESPACE_ID")]
+    cf_kv_namespace_id: Option<String>,
+    /// API token with Workers KV Storage:Edit.
+    #[arg(long, env = "CF_API_TOKEN", hide_env_values = true)]
+    cf_api_token: Option<String>,
+    /// API base URL.
+    #[arg(
+        long,
+        env = "CF_API_BASE",
+        default_value = "https://api.cloudflare.com/client/v4"
+    )]
+    cf_api_base: String,
+}
+
+impl SinkArgs {
+    fn sink(self) -> Result<Option<Sink>, String> {
+        match (self.edge_sync_url, self.edge_sync_secret, self.cf_account_id, self.cf_kv_namespace_id, self.cf_api_token) {
+            (None, None, None, None, None) => Ok(None),
+            (Some(url), Some(secret), None, None, None) => Ok(Some(Sink::WorkerSync { url, secret })),
+            (None, None, Some(account_id), Some(namespace_id), Some(api_token)) => Ok(Some(Sink::CloudflareKv {
+                api_base: self.cf_api_base,
+                account_id,
+                namespace_id,
+                api_token,
+            })),
+            _ => Err("set either EDGE_SYNC_URL and EDGE_SYNC_SECRET, or CF_ACCOUNT_ID, CF_KV_NAMESPACE_ID and CF_API_TOKEN".to_owned()),
+        }
+    }
 }
 
 /// `admin` subcommands.
@@ -212,7 +262,16 @@ pub async fn run(cli: Cli) -> ExitCode {
             client_ip_header,
             validate_burst,
             validate_per_minute,
+            sink,
+            internal_api_secret,
         } => {
+            let sink = match sink.sink() {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let settings = Settings {
                 listen,
                 migrate,
@@ -220,6 +279,8 @@ pub async fn run(cli: Cli) -> ExitCode {
                 client_ip_header,
                 validate_burst,
                 validate_per_minute,
+                sink,
+                internal_secret: internal_api_secret,
                 ..Settings::new(cli.database_url)
             };
             serve(&settings).await

@@ -5,4 +5,5 @@ pub mod cli;
 pub mod db;
 pub mod domain;
 pub mod http;
+pub mod publisher;
 pub mod startup;

@@ -2,6 +2,7 @@
 
 use crate::db::{Db, StoreError};
 use crate::http::{AppState, ClientIpSource, IpRateLimiter, app};
+use crate::publisher::{PublisherHandle, Sink};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,6 +28,11 @@ pub struct Settings {
     pub validate_burst: u32,
     /// …and per minute after that.
     pub validate_per_minute: u32,
+    /// Where the publisher sends changes; None: no publisher in this process (the outbox
+    /// keeps every change until one runs).
+    pub sink: Option<Sink>,
+    /// Secret the edge worker presents on `/internal/…`; None disables those routes.
+    pub internal_secret: Option<String>,
 }
 
 impl Settings {
@@ -41,6 +47,8 @@ impl Settings {
             client_ip_header: None,
             validate_burst: 120,
             validate_per_minute: 600,
+            sink: None,
+            internal_secret: None,
         }
     }
 }
@@ -67,6 +75,7 @@ pub struct Application {
     listener: TcpListener,
     addr: SocketAddr,
     state: AppState,
+    sink: Option<Sink>,
 }
 
 impl Application {
@@ -100,11 +109,14 @@ impl Application {
                 settings.validate_burst,
                 settings.validate_per_minute,
             )),
+            internal_secret: settings.internal_secret.clone().filter(|s| !s.is_empty()),
+            publisher: PublisherHandle::default(),
         };
         Ok(Self {
             listener,
             addr,
             state,
+            sink: settings.sink.clone(),
         })
     }
 
@@ -124,10 +136,30 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let db = self.state.db.clone();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let publisher = match self.sink {
+            Some(sink) => Some(tokio::spawn(crate::publisher::run(
+                db.clone(),
+                sink,
+                self.state.publisher.clone(),
+                stopped,
+            ))),
+            None => {
+                tracing::warn!(
+                    "no KV sink configured: changes wait in the outbox until a publisher runs"
+                );
+                None
+            }
+        };
         let service = app(self.state).into_make_service_with_connect_info::<SocketAddr>();
         let result = axum::serve(self.listener, service)
             .with_graceful_shutdown(shutdown)
             .await;
+        // Stop publishing between rounds: a round in flight finishes, so nothing half-done.
+        let _ = stop.send(true);
+        if let Some(p) = publisher {
+            let _ = p.await;
+        }
         db.close().await;
         result
     }

@@ -135,7 +135,9 @@ async fn unknown_routes_and_methods(engine: Engine) {
         assert_error(s, &body, 405, "method_not_allowed");
     }
     let (s, body, _) = call(&app, "GET", "/healthz", None).await;
-    assert_eq!((s, body), (200, serde_json::json!({"status": "ok"})));
+    assert_eq!(s, 200);
+    assert_eq!(body["status"], "ok");
+    assert!(body["publisher"]["pending"].is_i64(), "{body}");
     app.stop().await;
 }
 

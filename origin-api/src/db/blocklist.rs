@@ -1,17 +1,21 @@
-use super::{Db, StoreError};
+use super::{Db, StoreError, outbox};
 use crate::domain::{Hostname, Micros};
 use sqlx::Row;
 
 impl Db {
     /// Adds a destination domain to the blocklist (idempotent). It blocks its subdomains too.
     pub async fn block_domain(&self, domain: &Hostname) -> Result<(), StoreError> {
+        let mut tx = self.write.begin().await?;
         sqlx::query(
             "INSERT INTO blocked_domains (domain, created_at) VALUES ($1, $2) ON CONFLICT (domain) DO NOTHING",
         )
         .bind(domain.as_str())
         .bind(Micros::now().0)
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await?;
+        // The whole list is one KV record; the publisher reads it when it drains.
+        outbox::enqueue(&mut tx, &[kv_model::BLOCKLIST_KEY.to_owned()]).await?;
+        tx.commit().await?;
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-use super::{Db, StoreError, new_id};
+use super::{Db, StoreError, new_id, outbox};
 use crate::domain::{Hostname, LongUrl, Micros};
 use sqlx::Row;
 
@@ -36,6 +36,7 @@ impl Db {
             }
         };
         let id = new_id();
+        let mut tx = self.write.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO domains (id, host, account_id, is_platform, enabled, fallback_url, created_at) \
              VALUES ($1, $2, $3, $4, 1, $5, $6)",
@@ -46,30 +47,42 @@ impl Db {
         .bind(i64::from(is_platform))
         .bind(fallback_url.map(LongUrl::as_str))
         .bind(Micros::now().0)
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await;
         match inserted {
-            Err(e) if super::is_unique_violation(&e) => Err(StoreError::Conflict(format!(
-                "domain {} exists",
-                host.as_str()
-            ))),
-            Err(e) => Err(e.into()),
-            Ok(_) => Ok(DomainRow {
-                id,
-                domain: host.as_str().to_owned(),
-            }),
-        }
+            Err(e) if super::is_unique_violation(&e) => {
+                return Err(StoreError::Conflict(format!(
+                    "domain {} exists",
+                    host.as_str()
+                )));
+            }
+            r => r?,
+        };
+        outbox::enqueue(&mut tx, &[kv_model::domain_key(host.as_str())]).await?;
+        tx.commit().await?;
+        Ok(DomainRow {
+            id,
+            domain: host.as_str().to_owned(),
+        })
     }
 
     /// Disables a domain (a custom domain becomes inactive): no new links go on it.
     pub async fn disable_domain(&self, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.write.begin().await?;
         let updated = sqlx::query("UPDATE domains SET enabled = 0 WHERE id = $1")
             .bind(id)
-            .execute(&self.write)
+            .execute(&mut *tx)
             .await?;
         if updated.rows_affected() == 0 {
             return Err(StoreError::NotFound("domain"));
         }
+        let host: String = sqlx::query("SELECT host FROM domains WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("host")?;
+        outbox::enqueue(&mut tx, &[kv_model::domain_key(&host)]).await?;
+        tx.commit().await?;
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-use super::{Db, StoreError, accounts, new_id};
+use super::{Db, StoreError, accounts, new_id, outbox};
 use crate::domain::{GroupSettings, Micros};
 use sqlx::{Any, Row, Transaction};
 
@@ -44,6 +44,8 @@ pub(super) async fn insert_group(
     .bind(now)
     .execute(&mut **tx)
     .await?;
+    // The edge learns of the group (and its key) through the outbox, in this transaction.
+    outbox::enqueue(tx, &[kv_model::group_key(id)]).await?;
     Ok(GroupRow {
         id: id.to_owned(),
         name: name.to_owned(),
@@ -113,6 +115,7 @@ impl Db {
             .bind(id)
             .fetch_one(&mut *tx)
             .await?;
+        outbox::enqueue(&mut tx, &[kv_model::group_key(id)]).await?;
         tx.commit().await?;
         Ok(GroupRow {
             id: row.try_get("id")?,
@@ -139,6 +142,20 @@ impl Db {
                 "the account's default group cannot be deleted".to_owned(),
             ));
         }
+        // The moved links change group at the edge too.
+        let moved = sqlx::query(
+            "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id WHERE l.group_id = $1",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut keys = vec![kv_model::group_key(id)];
+        for r in &moved {
+            keys.push(kv_model::link_key(
+                &r.try_get::<String, _>("host")?,
+                &r.try_get::<String, _>("short_code")?,
+            ));
+        }
         sqlx::query("UPDATE links SET group_id = $1 WHERE group_id = $2")
             .bind(&default_group)
             .bind(id)
@@ -148,6 +165,7 @@ impl Db {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        outbox::enqueue(&mut tx, &keys).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -1,4 +1,4 @@
-use super::{Db, StoreError, new_id};
+use super::{Db, StoreError, new_id, outbox};
 use crate::domain::{LongUrl, MatchMode, Micros, ShortCode, prefix_upper_bound};
 use sqlx::{Any, AnyConnection, Row, Transaction};
 
@@ -194,6 +194,7 @@ impl Db {
             .bind(&req.account_id)
             .execute(&mut *tx)
             .await?;
+        outbox::enqueue(&mut tx, &[kv_model::link_key(&target.host, code.as_str())]).await?;
         tx.commit().await?;
         let state = RateLimitState {
             remaining: limit.remaining - 1,

@@ -7,16 +7,20 @@
 
 mod accounts;
 mod blocklist;
+mod clicks;
 mod domains;
 mod groups;
 mod keys;
 mod links;
+mod outbox;
 
 pub use accounts::NewAccount;
+pub use clicks::{ClickEvent, LinkStats};
 pub use domains::{DomainOwner, DomainRow};
 pub use groups::GroupRow;
 pub use keys::AuthContext;
 pub use links::{CreateLink, CreatedLink, LinkPage, ListedLink, RateLimitState};
+pub use outbox::OutboxLag;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Executor};

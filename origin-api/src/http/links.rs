@@ -75,6 +75,8 @@ async fn create_link(
         domain_id,
     };
     let (link, limit): (CreatedLink, _) = state.db.create_link(&req).await?;
+    // The link is committed with its outbox row; tell the publisher now rather than at its next poll.
+    state.publisher.wake.notify_one();
     let mut response = (StatusCode::CREATED, Json(link)).into_response();
     rate_limit_headers(&limit, response.headers_mut());
     Ok(response)

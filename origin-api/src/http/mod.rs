@@ -5,7 +5,9 @@ mod dynamic;
 mod error;
 mod extract;
 mod groups;
+mod internal;
 mod links;
+mod stats;
 
 pub use client_ip::{ClientIpSource, IpRateLimiter};
 pub use error::ApiError;
@@ -32,6 +34,10 @@ pub struct AppState {
     pub client_ip: ClientIpSource,
     /// Per-IP limit of the public validation endpoint.
     pub validate_limiter: Arc<IpRateLimiter>,
+    /// Secret of the edge worker's calls to `/internal/…`; None disables those routes.
+    pub internal_secret: Option<String>,
+    /// Wakes the publisher after a change, and its counters.
+    pub publisher: crate::publisher::PublisherHandle,
 }
 
 /// The whole application as a router, so tests can also drive it in-process.
@@ -40,6 +46,8 @@ pub fn app(state: AppState) -> Router {
         .merge(links::router())
         .merge(groups::router())
         .merge(dynamic::router())
+        .merge(stats::router())
+        .merge(internal::router())
         .route("/healthz", get(healthz))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
@@ -67,9 +75,21 @@ async fn timeout(
     }
 }
 
+/// Liveness plus the publisher's lag (outbox rows not yet at the edge).
 async fn healthz(State(state): State<AppState>) -> Response {
-    match state.db.ping().await {
-        Ok(()) => Json(serde_json::json!({"status": "ok"})).into_response(),
+    use std::sync::atomic::Ordering::Relaxed;
+    match state.db.outbox_lag().await {
+        Ok(lag) => Json(serde_json::json!({
+            "status": "ok",
+            "publisher": {
+                "pending": lag.pending,
+                "oldest_age_ms": lag.oldest_age_ms,
+                "published": state.publisher.stats.published.load(Relaxed),
+                "failures": state.publisher.stats.failures.load(Relaxed),
+                "last_success_ms": state.publisher.stats.last_success_ms.load(Relaxed),
+            }
+        }))
+        .into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "health check failed");
             (

@@ -1,0 +1,82 @@
+//! `/internal/v1/…`: what the edge worker asks of the origin, authenticated with the shared
+//! `INTERNAL_API_SECRET` (Bearer, compared in constant time). Without a configured secret
+//! these routes do not exist.
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::JsonBody;
+use crate::db::ClickEvent;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::{header, request::Parts};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+/// Most events in one batch, and the body limit that fits them.
+const MAX_EVENTS: usize = 1000;
+const MAX_CLICKS_BODY: usize = 512 * 1024;
+
+/// The routes of this resource.
+pub(crate) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/internal/v1/links/{host}/{code}", get(resolve))
+        .route("/internal/v1/clicks", post(clicks))
+}
+
+/// Proof that the caller is our edge worker.
+struct Edge;
+
+impl FromRequestParts<AppState> for Edge {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // Not configured: behave as if the route did not exist.
+        let Some(secret) = state.internal_secret.as_deref() else {
+            return Err(ApiError::NotFound);
+        };
+        let given = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if bool::from(given.as_bytes().ct_eq(secret.as_bytes())) {
+            Ok(Edge)
+        } else {
+            Err(ApiError::Unauthenticated("invalid internal credentials"))
+        }
+    }
+}
+
+/// The KV record of a link, for a worker that missed it in KV (a link created seconds ago).
+async fn resolve(
+    State(state): State<AppState>,
+    _edge: Edge,
+    Path((host, code)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    match state.db.link_record(&host, &code).await? {
+        Some(record) => Ok(Json(record).into_response()),
+        None => Err(ApiError::NotFound),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct ClickBatch {
+    events: Vec<ClickEvent>,
+}
+
+async fn clicks(
+    State(state): State<AppState>,
+    _edge: Edge,
+    JsonBody(batch): JsonBody<ClickBatch, MAX_CLICKS_BODY>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    if batch.events.len() > MAX_EVENTS {
+        return Err(ApiError::Validation(format!(
+            "at most {MAX_EVENTS} events per batch"
+        )));
+    }
+    let stored = state.db.record_clicks(batch.events).await?;
+    Ok(Json(serde_json::json!({ "stored": stored })))
+}
