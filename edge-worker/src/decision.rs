@@ -146,6 +146,18 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
     apply_group_rules(destination, Some(&group.settings), visitor)
 }
 
+/// Whether a group's rules look at the visitor at all. When they do not, the shell skips reading the country,
+/// User-Agent and `request.cf` (each a call out of wasm) and passes [`Visitor::default`].
+pub fn needs_visitor(settings: Option<&GroupSettings>) -> bool {
+    settings.is_some_and(|s| {
+        let a = &s.access;
+        !a.allow_countries.is_empty()
+            || !a.block_countries.is_empty()
+            || a.block_bots
+            || s.monetization.is_some()
+    })
+}
+
 /// Access rules, then monetization. Bots never see the interstitial: they either are blocked or go straight on.
 fn apply_group_rules(
     destination: String,
@@ -488,6 +500,25 @@ mod tests {
                 seconds: MAX_INTERSTITIAL_SECONDS
             }
         );
+    }
+
+    #[test]
+    fn visitor_needed_only_by_rules() {
+        assert!(!needs_visitor(None));
+        let mut s = GroupSettings::default();
+        s.analytics.enabled = true;
+        assert!(!needs_visitor(Some(&s)));
+        assert!(needs_visitor(Some(&rules())));
+        let paid = GroupSettings {
+            monetization: Some(Monetization {
+                interstitial_seconds: 0,
+            }),
+            ..GroupSettings::default()
+        };
+        assert!(needs_visitor(Some(&paid)));
+        let mut countries = GroupSettings::default();
+        countries.access.allow_countries = vec!["US".into()];
+        assert!(needs_visitor(Some(&countries)));
     }
 
     #[test]

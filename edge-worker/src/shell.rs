@@ -1,15 +1,17 @@
 //! The Workers entry point (wasm32 only): reads the request and KV, calls the plain decision code, and copies
 //! the resulting [`Reply`] into a `Response`. Nothing here decides where a visitor goes.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use futures_util::future::join;
-use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
+use kv_model::{
+    BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord,
+};
 use serde::de::DeserializeOwned;
 use shared_crypto::DomainBlocklist;
 use wasm_bindgen::JsValue;
-use worker::{Context, Date, Env, Headers, KvStore, Request, Response, event};
+use worker::{Context, Date, Env, Headers, KvStore, Method, Request, Response, event};
 
 use crate::cache::TtlCache;
 use crate::config;
@@ -28,6 +30,12 @@ enum Cached {
     Blocklist(Rc<DomainBlocklist>),
 }
 
+/// Settings read from the environment once per isolate: `[vars]` cannot change without a new deployment, which
+/// starts new isolates, and every read is a call out of wasm.
+struct IsolateConfig {
+    default_fallback: Option<String>,
+}
+
 thread_local! {
     /// One cache per isolate; wasm32 Workers are single-threaded, so the `RefCell` is never contended and no
     /// borrow is held across an `.await`.
@@ -35,6 +43,22 @@ thread_local! {
         config::ISOLATE_CACHE_TTL_SECONDS * 1000,
         config::ISOLATE_CACHE_CAPACITY,
     ));
+    static CONFIG: OnceCell<Rc<IsolateConfig>> = const { OnceCell::new() };
+}
+
+/// The isolate's configuration, read from `env` on its first request.
+fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
+    CONFIG.with(|c| {
+        c.get_or_init(|| {
+            let var = |name: &str| env.var(name).ok().map(|v| v.to_string());
+            let ttl_ms = config::cache_ttl_seconds(var(config::CACHE_TTL_VAR).as_deref()) * 1000;
+            CACHE.with(|cache| cache.borrow_mut().set_ttl_ms(ttl_ms));
+            Rc::new(IsolateConfig {
+                default_fallback: var(config::DEFAULT_FALLBACK_VAR),
+            })
+        })
+        .clone()
+    })
 }
 
 /// The Workers fetch handler. Every visitor request ends in a redirect, an interstitial, a 404 when no fallback
@@ -42,19 +66,16 @@ thread_local! {
 #[event(fetch)]
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let now_ms = Date::now().as_millis();
-    let ttl = env.var(config::CACHE_TTL_VAR).ok().map(|v| v.to_string());
-    let ttl_ms = config::cache_ttl_seconds(ttl.as_deref()) * 1000;
-    CACHE.with(|c| c.borrow_mut().set_ttl_ms(ttl_ms));
-
-    let method = req.method().to_string();
+    let config = isolate_config(&env);
+    let method = req.method();
+    let head = method == Method::Head;
     let raw_url = req.inner().url();
     let (authority, path, query) = route::split_url(&raw_url);
-    let head = method == "HEAD";
-    let reply = match route::route(&method, path, query) {
+    let reply = match route::route(method.as_ref(), path, query) {
         Route::Sync => sync_route(&mut req, &env).await,
         Route::MethodNotAllowed => reply(&Page::MethodNotAllowed, head),
         route => {
-            let ctx = Visit::new(&req, &env, authority, now_ms);
+            let ctx = Visit::new(&req, &env, &config, authority, now_ms);
             let page = visit(&ctx, route).await;
             reply(&page, head)
         }
@@ -62,30 +83,57 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
     into_response(reply)
 }
 
-/// The facts of one visitor request.
+/// The facts of one visitor request. What costs calls out of wasm (visitor facts, the KV binding) is read only
+/// when a decision needs it.
 struct Visit<'a> {
+    req: &'a Request,
     env: &'a Env,
+    config: &'a IsolateConfig,
     host: Option<String>,
-    visitor: Visitor,
     now_ms: u64,
-    kv: Option<KvStore>,
+    kv: OnceCell<Option<KvStore>>,
 }
 
 impl<'a> Visit<'a> {
-    fn new(req: &Request, env: &'a Env, url_authority: &str, now_ms: u64) -> Self {
-        let header = |name: &str| req.headers().get(name).ok().flatten();
+    fn new(
+        req: &'a Request,
+        env: &'a Env,
+        config: &'a IsolateConfig,
+        url_authority: &str,
+        now_ms: u64,
+    ) -> Self {
         // The Host header names the domain (what `wrangler dev` and Miniflare pass through, too); the URL's host is
         // the same thing on Cloudflare and serves when the header is missing.
-        let host = header("Host")
+        let host = req
+            .headers()
+            .get("Host")
+            .ok()
+            .flatten()
             .and_then(|h| route::normalize_request_host(&h))
             .or_else(|| route::normalize_request_host(url_authority));
-        let cf = js_sys::Reflect::get(req.inner(), &JsValue::from_str("cf")).ok();
+        Visit {
+            req,
+            env,
+            config,
+            host,
+            now_ms,
+            kv: OnceCell::new(),
+        }
+    }
+
+    /// The visitor facts the group rules look at, or the default when the rules do not look.
+    fn visitor(&self, settings: Option<&GroupSettings>) -> Visitor {
+        if !decision::needs_visitor(settings) {
+            return Visitor::default();
+        }
+        let header = |name: &str| self.req.headers().get(name).ok().flatten();
+        let cf = js_sys::Reflect::get(self.req.inner(), &JsValue::from_str("cf")).ok();
         let cf_get = |obj: Option<&JsValue>, name: &str| {
             obj.filter(|o| o.is_object())
                 .and_then(|o| js_sys::Reflect::get(o, &JsValue::from_str(name)).ok())
         };
         let bot = cf_get(cf.as_ref(), "botManagement");
-        let visitor = Visitor::new(
+        Visitor::new(
             cf_get(cf.as_ref(), "country")
                 .and_then(|v| v.as_string())
                 .as_deref(),
@@ -93,14 +141,13 @@ impl<'a> Visit<'a> {
             header("User-Agent").as_deref(),
             cf_get(bot.as_ref(), "score").and_then(|v| v.as_f64()),
             cf_get(bot.as_ref(), "verifiedBot").and_then(|v| v.as_bool()) == Some(true),
-        );
-        Visit {
-            env,
-            host,
-            visitor,
-            now_ms,
-            kv: env.kv(config::KV_BINDING).ok(),
-        }
+        )
+    }
+
+    fn kv(&self) -> Option<&KvStore> {
+        self.kv
+            .get_or_init(|| self.env.kv(config::KV_BINDING).ok())
+            .as_ref()
     }
 
     /// A KV record through the isolate cache. KV errors and unusable values read as absent; errors are not cached.
@@ -115,7 +162,7 @@ impl<'a> Visit<'a> {
         {
             return hit;
         }
-        let Some(kv) = &self.kv else {
+        let Some(kv) = self.kv() else {
             return T::default();
         };
         match kv
@@ -204,12 +251,8 @@ impl<'a> Visit<'a> {
             Some(host) => self.domain(host).await,
             None => None,
         };
-        let default = self
-            .env
-            .var(config::DEFAULT_FALLBACK_VAR)
-            .ok()
-            .map(|v| v.to_string());
-        match decision::domain_fallback(domain.as_deref(), default.as_deref()) {
+        match decision::domain_fallback(domain.as_deref(), self.config.default_fallback.as_deref())
+        {
             Some(url) => Page::Fallback(url),
             None => Page::NoFallback,
         }
@@ -228,22 +271,20 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
                 Some(l) if l.is_active => ctx.group(&l.group_id).await,
                 _ => None,
             };
-            decision::decide_persistent(
-                link.as_deref(),
-                group.as_deref().map(|g| &g.settings),
-                &ctx.visitor,
-            )
+            let settings = group.as_deref().map(|g| &g.settings);
+            decision::decide_persistent(link.as_deref(), settings, &ctx.visitor(settings))
         }
         Route::Dynamic { group_id, token } => {
             let (domain, group) = join(ctx.domain(host), ctx.group(&group_id)).await;
             let blocklist = ctx.blocklist().await;
             let now_seconds = i64::try_from(ctx.now_ms / 1000).unwrap_or(i64::MAX);
+            let visitor = ctx.visitor(group.as_deref().map(|g| &g.settings));
             decision::decide_dynamic(
                 domain.as_deref(),
                 group.as_deref(),
                 token.as_deref(),
                 blocklist.as_ref(),
-                &ctx.visitor,
+                &visitor,
                 now_seconds,
             )
         }

@@ -117,6 +117,7 @@ impl Worker {
         );
         let mut cmd = Command::new(node);
         cmd.arg(root.join("tests/support/serve-worker.mjs"))
+            .arg("--stop-on-eof")
             .current_dir(&root)
             .env("DEFAULT_FALLBACK_URL", DEFAULT_FALLBACK)
             .env("WRANGLER_SEND_METRICS", "false")
@@ -286,7 +287,17 @@ impl Worker {
 }
 
 impl Drop for Worker {
+    /// Closes the child's stdin, which makes serve-worker.mjs dispose of Miniflare and so stop workerd (a SIGKILL
+    /// would leave workerd running without its parent); kills it only if it has not exited within a deadline.
     fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -1,8 +1,9 @@
 // Runs the built edge worker (or the benchmark's floor worker) in workerd through Miniflare, configured from the
 // root wrangler.toml, and prints one JSON line `{"url":"http://127.0.0.1:PORT/"}` on stdout once it accepts
-// requests. KV is in memory and starts empty. Stops when stdin closes (its parent died) or on SIGINT/SIGTERM.
+// requests. KV is in memory and starts empty. Stops on SIGINT/SIGTERM, and with --stop-on-eof also when stdin
+// closes (the test harness holds stdin open, so the worker goes away even if the harness is killed).
 //
-//   node tests/support/serve-worker.mjs [--floor]
+//   node tests/support/serve-worker.mjs [--floor] [--stop-on-eof]
 //
 // Environment: PORT (default 0: any free port), SYNC_SECRET, DEFAULT_FALLBACK_URL and ISOLATE_CACHE_TTL_SECONDS
 // (override wrangler.toml's values). --floor serves a JavaScript worker that answers every request with a fixed
@@ -58,6 +59,8 @@ async function stop() {
 }
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
-process.stdin.on("end", stop);
-process.stdin.on("error", stop);
-process.stdin.resume();
+if (process.argv.includes("--stop-on-eof")) {
+  process.stdin.on("end", stop);
+  process.stdin.on("error", stop);
+  process.stdin.resume();
+}
