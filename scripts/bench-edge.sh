@@ -5,12 +5,14 @@
 # (copied into BENCHMARKS.md by hand).
 #
 # Usage: scripts/bench-edge.sh            (after scripts/install-edge-toolchain.sh and `apt-get install wrk`)
-# Environment: DURATION (seconds per measurement, default 15), CONNECTIONS (default 32), THREADS (default 1),
+# Environment: DURATION (seconds per measurement, default 10), ROUNDS (default 3), CONNECTIONS (default 32),
+#              THREADS (default 1),
 #              SKIP_BUILD=1 to reuse edge-worker/build.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-DURATION=${DURATION:-15}
+DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-1}
 HOST=bench.example.com
@@ -66,9 +68,7 @@ to_ms() { # wrk prints 1.23ms / 456.00us / 1.02s
 }
 
 start --floor
-read -r floor_rps floor_med <<<"$(measure "$url/")"
-kill "$pid"
-
+floor_url=$url
 start
 edge_url=$url
 curl -sf -X POST "$edge_url/__shortlink/sync" -H "Host: $HOST" -H "Authorization: Bearer $SECRET" \
@@ -88,8 +88,25 @@ curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" "$edge
 curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" "$edge_url$dynamic_path" \
   | grep -q '^302 https://destination.example.org/landing/page?campaign=benchmark&utm_source=bench&utm_medium=wrk$'
 
-read -r hot_rps hot_med <<<"$(measure "$edge_url/hot")"
-read -r dyn_rps dyn_med <<<"$(measure "$edge_url$dynamic_path")"
+
+# Rounds interleave the three cases, so drift on a shared machine hits all of them alike; medians are reported.
+floor=() hot=() dyn=()
+for round in $(seq 1 "$ROUNDS"); do
+  floor+=("$(measure "$floor_url/")")
+  hot+=("$(measure "$edge_url/hot")")
+  dyn+=("$(measure "$edge_url$dynamic_path")")
+  echo "bench-edge: round $round: floor ${floor[-1]}, hot ${hot[-1]}, dynamic ${dyn[-1]}" >&2
+done
+median_of() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+column() { local i=$1; shift; for row in "$@"; do echo "$row" | awk -v i="$i" '{print $i}'; done; }
+floor_rps=$(median_of $(column 1 "${floor[@]}"))
+hot_rps=$(median_of $(column 1 "${hot[@]}"))
+dyn_rps=$(median_of $(column 1 "${dyn[@]}"))
+# Latencies in ms for sorting.
+ms_column() { local i=$1; shift; for row in "$@"; do to_ms "$(echo "$row" | awk -v i="$i" '{print $i}')"; echo; done; }
+floor_med=$(median_of $(ms_column 2 "${floor[@]}"))
+hot_med=$(median_of $(ms_column 2 "${hot[@]}"))
+dyn_med=$(median_of $(ms_column 2 "${dyn[@]}"))
 
 wasm=edge-worker/build/index_bg.wasm
 raw=$(stat -c %s "$wasm")
@@ -100,10 +117,10 @@ kib() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1024 }'; }
 cat <<TABLE
 | case | requests/s | ratio to floor | median latency |
 |---|---|---|---|
-| floor (JavaScript worker, fixed 302) | $floor_rps | 1.00 | $(to_ms "$floor_med") ms |
-| hot persistent link (\`/hot\`, isolate cache hit) | $hot_rps | $(ratio "$hot_rps" "$floor_rps") | $(to_ms "$hot_med") ms |
-| dynamic link (\`/e/<group>?signature=…\`, decrypt + validate + back_param) | $dyn_rps | $(ratio "$dyn_rps" "$floor_rps") | $(to_ms "$dyn_med") ms |
+| floor (JavaScript worker, fixed 302) | $floor_rps | 1.00 | $floor_med ms |
+| hot persistent link (\`/hot\`, isolate cache hit) | $hot_rps | $(ratio "$hot_rps" "$floor_rps") | $hot_med ms |
+| dynamic link (\`/e/<group>?signature=…\`, decrypt + validate + back_param) | $dyn_rps | $(ratio "$dyn_rps" "$floor_rps") | $dyn_med ms |
 
 wasm (\`edge-worker/build/index_bg.wasm\`): $raw bytes raw ($(kib "$raw") KiB), $gz bytes gzip -9 ($(kib "$gz") KiB).
-wrk: -t$THREADS -c$CONNECTIONS -d${DURATION}s after a 2 s warm-up, loopback, Host: $HOST.
+wrk: -t$THREADS -c$CONNECTIONS -d${DURATION}s after a 2 s warm-up, loopback, Host: $HOST; median of $ROUNDS interleaved rounds.
 TABLE

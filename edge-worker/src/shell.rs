@@ -11,7 +11,7 @@ use kv_model::{
 use serde::de::DeserializeOwned;
 use shared_crypto::DomainBlocklist;
 use wasm_bindgen::JsValue;
-use worker::{Context, Date, Env, Headers, KvStore, Method, Request, Response, event};
+use worker::{Context, Env, Headers, KvStore, Method, Request, Response, event};
 
 use crate::cache::TtlCache;
 use crate::config;
@@ -65,17 +65,34 @@ fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
 /// is configured at all, or a 405; errors from bindings are absorbed into fallbacks, never turned into a 5xx.
 #[event(fetch)]
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    let now_ms = Date::now().as_millis();
+    // js_sys's static Date.now(): one call out of wasm, no Date object.
+    let now_ms = js_sys::Date::now() as u64;
     let config = isolate_config(&env);
     let method = req.method();
     let head = method == Method::Head;
-    let raw_url = req.inner().url();
-    let (authority, path, query) = route::split_url(&raw_url);
-    let reply = match route::route(method.as_ref(), path, query) {
+    // worker::Request already holds the path; the full URL (another call out of wasm) is only needed for a
+    // dynamic link's query or a request without a Host header.
+    let path = req.path();
+    // The Host header names the domain (what `wrangler dev` and Miniflare pass through, too); the URL's host is
+    // the same thing on Cloudflare and serves when the header is missing.
+    let host_header = req
+        .headers()
+        .get("Host")
+        .ok()
+        .flatten()
+        .and_then(|h| route::normalize_request_host(&h));
+    let raw_url = if path.starts_with("/e/") || host_header.is_none() {
+        req.inner().url()
+    } else {
+        String::new()
+    };
+    let (authority, _, query) = route::split_url(&raw_url);
+    let host = host_header.or_else(|| route::normalize_request_host(authority));
+    let reply = match route::route(method.as_ref(), &path, query) {
         Route::Sync => sync_route(&mut req, &env).await,
         Route::MethodNotAllowed => reply(&Page::MethodNotAllowed, head),
         route => {
-            let ctx = Visit::new(&req, &env, &config, authority, now_ms);
+            let ctx = Visit::new(&req, &env, &config, host, now_ms);
             let page = visit(&ctx, route).await;
             reply(&page, head)
         }
@@ -99,18 +116,9 @@ impl<'a> Visit<'a> {
         req: &'a Request,
         env: &'a Env,
         config: &'a IsolateConfig,
-        url_authority: &str,
+        host: Option<String>,
         now_ms: u64,
     ) -> Self {
-        // The Host header names the domain (what `wrangler dev` and Miniflare pass through, too); the URL's host is
-        // the same thing on Cloudflare and serves when the header is missing.
-        let host = req
-            .headers()
-            .get("Host")
-            .ok()
-            .flatten()
-            .and_then(|h| route::normalize_request_host(&h))
-            .or_else(|| route::normalize_request_host(url_authority));
         Visit {
             req,
             env,
