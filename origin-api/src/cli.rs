@@ -124,6 +124,9 @@ pub enum Admin {
     /// Blocked destination domains.
     #[command(subcommand)]
     Blocklist(BlocklistCmd),
+    /// Queue every link, group, domain and the blocklist for publishing again (a fresh KV
+    /// namespace, or a local edge whose KV starts empty).
+    Republish,
 }
 
 /// `admin account`.
@@ -401,6 +404,7 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             db.disable_domain(&id).await?;
             json!({})
         }
+        Admin::Republish => json!({ "enqueued": db.republish_all().await? }),
         Admin::Blocklist(BlocklistCmd::Add { domain }) => {
             db.block_domain(&Hostname::parse(&domain).map_err(invalid)?)
                 .await?;

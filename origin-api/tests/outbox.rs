@@ -132,6 +132,14 @@ async fn every_change_enqueues_its_key(engine: Engine) {
     assert_eq!(pending_keys(&app).await, ["blocklist", "blocklist"]);
     let b: BlocklistRecord = record(&app, "blocklist").await.unwrap();
     assert_eq!(b.domains, ["bad.example", "evil.example"]);
+    drain(&app).await;
+    // Republishing queues every key of the read model.
+    // blocklist + one domain + the default group (Promo is deleted) + one link
+    assert_eq!(app.db.republish_all().await.unwrap(), 4);
+    let keys = pending_keys(&app).await;
+    for want in ["blocklist", "domain:sho.rt", "link:sho.rt:promo"] {
+        assert!(keys.contains(&want.to_owned()), "{keys:?}");
+    }
     // A failed creation enqueues nothing.
     drain(&app).await;
     let (s, _) = json(

@@ -44,6 +44,39 @@ pub struct OutboxLag {
 }
 
 impl Db {
+    /// Enqueues every key of the edge read model (all links, groups and domains, and the
+    /// blocklist), for a fresh KV namespace or a local edge that starts empty. Returns the count.
+    pub async fn republish_all(&self) -> Result<usize, StoreError> {
+        let mut tx = self.write.begin().await?;
+        let mut keys = vec![BLOCKLIST_KEY.to_owned()];
+        for r in sqlx::query("SELECT host FROM domains")
+            .fetch_all(&mut *tx)
+            .await?
+        {
+            keys.push(kv_model::domain_key(&r.try_get::<String, _>("host")?));
+        }
+        for r in sqlx::query("SELECT id FROM groups")
+            .fetch_all(&mut *tx)
+            .await?
+        {
+            keys.push(kv_model::group_key(&r.try_get::<String, _>("id")?));
+        }
+        let links = sqlx::query(
+            "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        for r in links {
+            keys.push(kv_model::link_key(
+                &r.try_get::<String, _>("host")?,
+                &r.try_get::<String, _>("short_code")?,
+            ));
+        }
+        enqueue(&mut tx, &keys).await?;
+        tx.commit().await?;
+        Ok(keys.len())
+    }
+
     /// Takes or renews the publisher lease for `holder` until `now + ttl_micros`; false when
     /// another live process holds it.
     pub async fn acquire_publisher_lease(
