@@ -13,7 +13,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("dev") => dev(),
         Some("test") => test(),
-        _ => Err("usage: cargo xtask <dev|test>\n  dev   run the origin (SQLite) with a seeded demo account\n  test  install what is missing, then run every test".to_owned()),
+        _ => Err("usage: cargo xtask <dev|test>\n  dev   run the origin (SQLite) and the edge worker (local workerd), seeded with a demo account\n  test  install what is missing, then run every test".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -225,11 +225,26 @@ fn field(v: &serde_json::Value, name: &str) -> Result<String> {
         .ok_or_else(|| format!("missing {name} in {v}"))
 }
 
+/// A random hex secret for the local origin ↔ worker wiring (fresh each run).
+fn random_secret() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 fn dev() -> Result {
     let db =
         std::env::var("DATABASE_URL").unwrap_or_else(|_| "sqlite://shortlink-dev.db".to_owned());
     let origin_addr = std::env::var("ORIGIN_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
+    let edge_addr = std::env::var("EDGE_ADDR").unwrap_or_else(|_| "127.0.0.1:8787".to_owned());
+    let edge_port = edge_addr.rsplit(':').next().unwrap_or("8787").to_owned();
     run(cargo().args(["build", "--quiet", "-p", "origin-api"]))?;
+    // The edge toolchain (first run: several minutes) and the worker's wasm.
+    run(Command::new("bash").arg("scripts/install-edge-toolchain.sh"))?;
+    run(Command::new("bash").arg("scripts/build-edge-worker.sh"))?;
     let bin = root().join("target/debug/origin-api");
     admin(&bin, &db, &["migrate"])?;
 
@@ -251,10 +266,8 @@ fn dev() -> Result {
         )?,
     };
     let account_id = field(&account, "id")?;
-    let _ = admin(
-        &bin,
-        &db,
-        &[
+    let _ = Command::new(&bin)
+        .args([
             "admin",
             "domain",
             "add",
@@ -263,8 +276,11 @@ fn dev() -> Result {
             "--platform",
             "--fallback-url",
             "https://example.com/",
-        ],
-    );
+        ])
+        .env("DATABASE_URL", &db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
     let groups = admin(
         &bin,
         &db,
@@ -300,11 +316,42 @@ fn dev() -> Result {
         )?,
         "api_key",
     )?;
+    // The local edge's KV starts empty: queue the whole read model for the publisher.
+    admin(&bin, &db, &["admin", "republish"])?;
 
+    let (sync_secret, internal_secret) = (random_secret()?, random_secret()?);
+    let node = root().join("node_modules/.bin/node");
+    let mut edge = Guard(
+        Command::new(&node)
+            .arg("tests/support/serve-worker.mjs")
+            .env("PORT", &edge_port)
+            .env("SYNC_SECRET", &sync_secret)
+            .env("ORIGIN_URL", format!("http://{origin_addr}"))
+            .env("ORIGIN_SECRET", &internal_secret)
+            .envs([
+                ("WRANGLER_SEND_METRICS", "false"),
+                ("WRANGLER_SEND_ERROR_REPORTS", "false"),
+                ("CLOUDFLARE_CF_FETCH_ENABLED", "false"),
+                ("WRANGLER_HIDE_BANNER", "true"),
+            ])
+            .current_dir(root())
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start the worker ({}): {e}", node.display()))?,
+    );
+    wait_for("edge worker", Duration::from_secs(60), || {
+        port_open(&edge_addr)
+    })?;
     let mut origin = Guard(
         Command::new(&bin)
             .args(["serve", "--listen", &origin_addr])
             .env("DATABASE_URL", &db)
+            .env(
+                "EDGE_SYNC_URL",
+                format!("http://{edge_addr}/__shortlink/sync"),
+            )
+            .env("EDGE_SYNC_SECRET", &sync_secret)
+            .env("INTERNAL_API_SECRET", &internal_secret)
             .current_dir(root())
             .spawn()
             .map_err(|e| format!("cannot start origin-api: {e}"))?,
@@ -317,25 +364,35 @@ fn dev() -> Result {
         r#"
 Shortlink is running.
   origin    http://{origin_addr}   (database {db})
+  edge      http://{edge_addr}   (the worker in local workerd; name the domain in the Host header)
   API key   {key}
-  group     {group_id}
+  domain    {DEMO_DOMAIN}
+  group     {group_id}   (analytics on, bots blocked)
   group key {group_key}
 
 Try:
   curl -s -X POST http://{origin_addr}/api/v1/external/links/create-link \
        -H 'Authorization: Token {key}' -H 'Content-Type: application/json' \
-       -d '{{"long_url": "https://www.rust-lang.org/", "short_code": "rust"}}'
+       -d '{{"long_url": "https://www.rust-lang.org/", "short_code": "rust", "group_id": "{group_id}"}}'
+  curl -si http://{edge_addr}/rust -H 'Host: {DEMO_DOMAIN}' -A 'Mozilla/5.0'      # 302 to the destination
   curl -s 'http://{origin_addr}/api/v1/external/links?limit=5' -H 'Authorization: Token {key}'
-  cargo run -q -p shortlink -- sign --group-key {group_key} --group-id {group_id} \
-       --domain {DEMO_DOMAIN} --destination https://example.com/hello --expires-in 1h
+  url=$(cargo run -q -p shortlink -- sign --group-key {group_key} --group-id {group_id} \
+       --domain {DEMO_DOMAIN} --destination https://example.com/hello --expires-in 1h)
+  curl -si "http://{edge_addr}${{url#https://{DEMO_DOMAIN}}}" -H 'Host: {DEMO_DOMAIN}' -A 'Mozilla/5.0'
 
 Ctrl-C stops everything."#
     );
-    // Wait until the origin exits (Ctrl-C reaches the whole process group).
-    let status = origin.0.wait().map_err(|e| e.to_string())?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("origin-api exited: {status}"))
+    // Run until either process exits (Ctrl-C reaches the whole process group).
+    loop {
+        for (name, child) in [("origin-api", &mut origin), ("edge worker", &mut edge)] {
+            if let Some(status) = child.0.try_wait().map_err(|e| e.to_string())? {
+                return if status.success() {
+                    Ok(())
+                } else {
+                    Err(format!("{name} exited: {status}"))
+                };
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
