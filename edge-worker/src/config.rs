@@ -9,6 +9,13 @@ pub const DEFAULT_FALLBACK_VAR: &str = "DEFAULT_FALLBACK_URL";
 /// Secret: the bearer token of `POST /__shortlink/sync`. Unset → the route answers 404.
 pub const SYNC_SECRET: &str = "SYNC_SECRET";
 
+/// Optional variable: the origin's base URL (e.g. `https://origin.example.com`), for KV-miss lookups and click
+/// reports. Unset (or [`ORIGIN_SECRET`] unset) → the worker never calls the origin.
+pub const ORIGIN_URL_VAR: &str = "ORIGIN_URL";
+
+/// Secret: the bearer token of the origin's `/internal/v1/…` routes (the origin's `INTERNAL_API_SECRET`).
+pub const ORIGIN_SECRET: &str = "ORIGIN_SECRET";
+
 /// Optional variable: overrides [`ISOLATE_CACHE_TTL_SECONDS`] (clamped to [`MAX_ISOLATE_CACHE_TTL_SECONDS`]).
 pub const CACHE_TTL_VAR: &str = "ISOLATE_CACHE_TTL_SECONDS";
 

@@ -79,7 +79,7 @@ pub enum Outcome {
 pub struct Decision {
     /// Where the request ends.
     pub outcome: Outcome,
-    /// The group's `analytics.enabled`. Read here so the click events of a later issue need no extra lookup.
+    /// The group's `analytics.enabled`; [`crate::analytics::counts`] decides from it whether a click is recorded.
     pub analytics: bool,
 }
 
@@ -146,8 +146,9 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
     apply_group_rules(destination, Some(&group.settings), visitor)
 }
 
-/// Whether a group's rules look at the visitor at all. When they do not, the shell skips reading the country,
-/// User-Agent and `request.cf` (each a call out of wasm) and passes [`Visitor::default`].
+/// Whether a group's rules or its analytics look at the visitor at all. When they do not, the shell skips reading
+/// the country, User-Agent and `request.cf` (each a call out of wasm) and passes [`Visitor::default`]. Analytics
+/// needs the visitor to leave bots out and to record country and device.
 pub fn needs_visitor(settings: Option<&GroupSettings>) -> bool {
     settings.is_some_and(|s| {
         let a = &s.access;
@@ -155,6 +156,7 @@ pub fn needs_visitor(settings: Option<&GroupSettings>) -> bool {
             || !a.block_countries.is_empty()
             || a.block_bots
             || s.monetization.is_some()
+            || s.analytics.enabled
     })
 }
 
@@ -503,11 +505,12 @@ mod tests {
     }
 
     #[test]
-    fn visitor_needed_only_by_rules() {
+    fn visitor_needed_only_by_rules_and_analytics() {
         assert!(!needs_visitor(None));
+        assert!(!needs_visitor(Some(&GroupSettings::default())));
         let mut s = GroupSettings::default();
         s.analytics.enabled = true;
-        assert!(!needs_visitor(Some(&s)));
+        assert!(needs_visitor(Some(&s)));
         assert!(needs_visitor(Some(&rules())));
         let paid = GroupSettings {
             monetization: Some(Monetization {

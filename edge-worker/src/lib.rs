@@ -1,4 +1,4 @@
-//! Shortlink's edge worker: answers every visitor request from Workers KV, without the origin.
+//! Shortlink's edge worker: answers every visitor request from Workers KV, the origin only on a KV miss.
 //!
 //! - `GET`/`HEAD /<short_code>`: a persistent link (`link:<host>:<code>` in KV) → `302` to its `long_url`;
 //!   a paused link, an unknown code or `/` → the domain's fallback.
@@ -7,14 +7,20 @@
 //!   failure is a silent `302` to the domain's fallback.
 //! - `POST /__shortlink/sync`: the origin's authenticated KV writer ([`sync`]).
 //!
-//! The decision (which status, which URL, which page) is plain Rust in [`route`], [`visitor`], [`decision`],
-//! [`reply`] and [`interstitial`], tested on the host. The Workers entry point and the KV reads live in a thin
+//! With `ORIGIN_URL` and `ORIGIN_SECRET` set, a link missing from KV is looked up at the origin ([`origin`]) and
+//! written back to KV, and requests of groups with analytics on yield click events ([`analytics`]) reported to the
+//! origin after the response.
+//!
+//! The decision (which status, which URL, which page, which click) is plain Rust in [`route`], [`visitor`],
+//! [`decision`], [`reply`], [`interstitial`], [`origin`] and [`analytics`], tested on the host. The Workers entry point and the KV reads live in a thin
 //! shell compiled only for `wasm32`. The KV contract is [`kv_model`]'s; see `edge-worker/README.md`.
 
+pub mod analytics;
 pub mod cache;
 pub mod config;
 pub mod decision;
 pub mod interstitial;
+pub mod origin;
 pub mod reply;
 pub mod route;
 pub mod sync;

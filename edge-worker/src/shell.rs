@@ -4,18 +4,25 @@
 use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
-use futures_util::future::join;
+use std::time::Duration;
+
+use futures_util::future::{Either, join, select};
 use kv_model::{
     BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord,
 };
 use serde::de::DeserializeOwned;
 use shared_crypto::DomainBlocklist;
 use wasm_bindgen::JsValue;
-use worker::{Context, Env, Headers, KvStore, Method, Request, Response, event};
+use worker::{
+    AbortController, Context, Delay, Env, Fetch, Headers, KvStore, Method, Request, RequestInit,
+    Response, event,
+};
 
+use crate::analytics::{self, ClickBuffer, ClickEvent};
 use crate::cache::TtlCache;
 use crate::config;
 use crate::decision::{self, Decision, Group, Outcome};
+use crate::origin::{self, Delivery, Lookup, Origin};
 use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
 use crate::sync::{self, Auth};
@@ -34,6 +41,8 @@ enum Cached {
 /// starts new isolates, and every read is a call out of wasm.
 struct IsolateConfig {
     default_fallback: Option<String>,
+    /// The origin for KV-miss lookups and click reports; `None` when `ORIGIN_URL` or `ORIGIN_SECRET` is unset.
+    origin: Option<Rc<Origin>>,
 }
 
 thread_local! {
@@ -44,6 +53,8 @@ thread_local! {
         config::ISOLATE_CACHE_CAPACITY,
     ));
     static CONFIG: OnceCell<Rc<IsolateConfig>> = const { OnceCell::new() };
+    /// Click events not yet reported to the origin (see [`analytics`]).
+    static CLICKS: RefCell<ClickBuffer> = RefCell::new(ClickBuffer::new());
 }
 
 /// The isolate's configuration, read from `env` on its first request.
@@ -53,8 +64,17 @@ fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
             let var = |name: &str| env.var(name).ok().map(|v| v.to_string());
             let ttl_ms = config::cache_ttl_seconds(var(config::CACHE_TTL_VAR).as_deref()) * 1000;
             CACHE.with(|cache| cache.borrow_mut().set_ttl_ms(ttl_ms));
+            let secret = env
+                .secret(config::ORIGIN_SECRET)
+                .ok()
+                .map(|s| s.to_string());
             Rc::new(IsolateConfig {
                 default_fallback: var(config::DEFAULT_FALLBACK_VAR),
+                origin: Origin::from_vars(
+                    var(config::ORIGIN_URL_VAR).as_deref(),
+                    secret.as_deref(),
+                )
+                .map(Rc::new),
             })
         })
         .clone()
@@ -64,7 +84,7 @@ fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
 /// The Workers fetch handler. Every visitor request ends in a redirect, an interstitial, a 404 when no fallback
 /// is configured at all, or a 405; errors from bindings are absorbed into fallbacks, never turned into a 5xx.
 #[event(fetch)]
-async fn fetch(mut req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+async fn fetch(mut req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     // js_sys's static Date.now(): one call out of wasm, no Date object.
     let now_ms = js_sys::Date::now() as u64;
     let config = isolate_config(&env);
@@ -92,8 +112,17 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
         Route::Sync => sync_route(&mut req, &env).await,
         Route::MethodNotAllowed => reply(&Page::MethodNotAllowed, head),
         route => {
-            let ctx = Visit::new(&req, &env, &config, host, now_ms);
-            let page = visit(&ctx, route).await;
+            let visit_ctx = Visit {
+                req: &req,
+                env: &env,
+                ctx: &ctx,
+                config: &config,
+                host,
+                head,
+                now_ms,
+                kv: OnceCell::new(),
+            };
+            let page = visit(&visit_ctx, route).await;
             reply(&page, head)
         }
     };
@@ -105,30 +134,16 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
 struct Visit<'a> {
     req: &'a Request,
     env: &'a Env,
+    /// For work that must not delay the response (KV write-back, click reports).
+    ctx: &'a Context,
     config: &'a IsolateConfig,
     host: Option<String>,
+    head: bool,
     now_ms: u64,
     kv: OnceCell<Option<KvStore>>,
 }
 
-impl<'a> Visit<'a> {
-    fn new(
-        req: &'a Request,
-        env: &'a Env,
-        config: &'a IsolateConfig,
-        host: Option<String>,
-        now_ms: u64,
-    ) -> Self {
-        Visit {
-            req,
-            env,
-            config,
-            host,
-            now_ms,
-            kv: OnceCell::new(),
-        }
-    }
-
+impl Visit<'_> {
     /// The visitor facts the group rules look at, or the default when the rules do not look.
     fn visitor(&self, settings: Option<&GroupSettings>) -> Visitor {
         if !decision::needs_visitor(settings) {
@@ -164,43 +179,118 @@ impl<'a> Visit<'a> {
         F: FnOnce(Option<String>) -> (T, Cached),
         T: Default,
     {
-        if let Some(hit) = CACHE
-            .with(|c| c.borrow().get(&key, self.now_ms))
-            .and_then(unwrap)
-        {
+        if let Some(hit) = self.cached(&key, unwrap) {
             return hit;
         }
-        let Some(kv) = self.kv() else {
-            return T::default();
-        };
-        match kv
-            .get(&key)
-            .cache_ttl(config::KV_CACHE_TTL_SECONDS)
-            .text()
-            .await
-        {
-            Ok(text) => {
+        match self.kv_text(&key).await {
+            Some(text) => {
                 let (value, cached) = wrap(text);
                 CACHE.with(|c| c.borrow_mut().insert(key, cached, self.now_ms));
                 value
             }
-            Err(_) => T::default(),
+            None => T::default(),
         }
     }
 
+    fn cached<T>(&self, key: &str, unwrap: fn(Cached) -> Option<T>) -> Option<T> {
+        CACHE
+            .with(|c| c.borrow().get(key, self.now_ms))
+            .and_then(unwrap)
+    }
+
+    /// The text at `key` in KV (`Some(None)`: absent); `None` when KV could not be read.
+    async fn kv_text(&self, key: &str) -> Option<Option<String>> {
+        self.kv()?
+            .get(key)
+            .cache_ttl(config::KV_CACHE_TTL_SECONDS)
+            .text()
+            .await
+            .ok()
+    }
+
+    /// A link, through the isolate cache and KV, and on a KV miss (a key KV does not have, not a value it cannot
+    /// parse) through the origin when one is configured: a link created seconds ago redirects before the
+    /// publisher's write has reached this location.
     async fn link(&self, host: &str, code: &str) -> Option<Rc<LinkRecord>> {
-        self.record(
-            kv_model::link_key(host, code),
-            |text| {
-                let v = parse::<LinkRecord>(text).map(Rc::new);
-                (v.clone(), Cached::Link(v))
-            },
-            |c| match c {
-                Cached::Link(v) => Some(v),
-                _ => None,
-            },
+        let key = kv_model::link_key(host, code);
+        if let Some(hit) = self.cached(&key, |c| match c {
+            Cached::Link(v) => Some(v),
+            _ => None,
+        }) {
+            return hit;
+        }
+        let value = match (self.kv_text(&key).await?, &self.config.origin) {
+            (Some(text), _) => parse::<LinkRecord>(Some(text)).map(Rc::new),
+            (None, Some(origin)) => self.link_from_origin(origin, &key, host, code).await,
+            (None, None) => None,
+        };
+        // An origin 404 or failure is cached as absence like a KV miss: an unknown code costs the origin one
+        // lookup per isolate per TTL, not one per request, and a failing origin one slow visitor, not all.
+        CACHE.with(|c| {
+            c.borrow_mut()
+                .insert(key, Cached::Link(value.clone()), self.now_ms)
+        });
+        value
+    }
+
+    /// Asks the origin for a link KV does not have; a record found is written to KV after the response.
+    async fn link_from_origin(
+        &self,
+        origin: &Origin,
+        key: &str,
+        host: &str,
+        code: &str,
+    ) -> Option<Rc<LinkRecord>> {
+        let answer = origin_call(
+            Method::Get,
+            &origin.link_url(host, code),
+            origin,
+            None,
+            origin::LOOKUP_TIMEOUT_MS,
         )
-        .await
+        .await;
+        let Lookup::Found(record) =
+            origin::lookup_answer(answer.as_ref().map(|(s, b)| (*s, b.as_str())))
+        else {
+            return None;
+        };
+        if let (Some(kv), Ok(text)) = (self.kv().cloned(), serde_json::to_string(&record)) {
+            let key = key.to_owned();
+            self.ctx.wait_until(async move {
+                // Provisional: it expires unless the publisher's own write replaces it (origin.rs explains why).
+                if let Ok(put) = kv.put(&key, text) {
+                    let _ = put
+                        .expiration_ttl(origin::FALLBACK_RECORD_TTL_SECONDS)
+                        .execute()
+                        .await;
+                }
+            });
+        }
+        Some(Rc::new(record))
+    }
+
+    /// Queues a click event and makes sure a flush is under way (after the response, in `wait_until`).
+    fn record_click(
+        &self,
+        host: &str,
+        short_code: Option<&str>,
+        group_id: &str,
+        visitor: &Visitor,
+    ) {
+        let Some(origin) = self.config.origin.clone() else {
+            return;
+        };
+        let referer = self.req.headers().get("Referer").ok().flatten();
+        let event = ClickEvent::new(
+            host,
+            short_code,
+            group_id,
+            self.now_ms,
+            visitor,
+            referer.as_deref(),
+        );
+        CLICKS.with(|b| b.borrow_mut().push(event));
+        self.ctx.wait_until(flush_clicks(origin));
     }
 
     async fn group(&self, group_id: &str) -> Option<Rc<Group>> {
@@ -272,7 +362,7 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
     let Some(host) = ctx.host.as_deref() else {
         return ctx.fallback().await;
     };
-    let decision = match route {
+    let (decision, visitor, code, group_id) = match route {
         Route::Persistent { code } => {
             let link = ctx.link(host, &code).await;
             let group = match &link {
@@ -280,29 +370,35 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
                 _ => None,
             };
             let settings = group.as_deref().map(|g| &g.settings);
-            decision::decide_persistent(link.as_deref(), settings, &ctx.visitor(settings))
+            let visitor = ctx.visitor(settings);
+            let decision = decision::decide_persistent(link.as_deref(), settings, &visitor);
+            let group_id = link.map(|l| l.group_id.clone()).unwrap_or_default();
+            (decision, visitor, Some(code), group_id)
         }
         Route::Dynamic { group_id, token } => {
             let (domain, group) = join(ctx.domain(host), ctx.group(&group_id)).await;
             let blocklist = ctx.blocklist().await;
             let now_seconds = i64::try_from(ctx.now_ms / 1000).unwrap_or(i64::MAX);
             let visitor = ctx.visitor(group.as_deref().map(|g| &g.settings));
-            decision::decide_dynamic(
+            let decision = decision::decide_dynamic(
                 domain.as_deref(),
                 group.as_deref(),
                 token.as_deref(),
                 blocklist.as_ref(),
                 &visitor,
                 now_seconds,
-            )
+            );
+            (decision, visitor, None, group_id)
         }
         _ => return ctx.fallback().await,
     };
+    if analytics::counts(&decision, ctx.head, &visitor) {
+        ctx.record_click(host, code.as_deref(), &group_id, &visitor);
+    }
     page_for(ctx, decision).await
 }
 
 async fn page_for(ctx: &Visit<'_>, decision: Decision) -> Page {
-    // `decision.analytics` is where click events hook in (a later issue); nothing is sent yet.
     match decision.outcome {
         Outcome::Destination(url) => Page::Destination(url),
         Outcome::Interstitial {
@@ -319,6 +415,71 @@ async fn page_for(ctx: &Visit<'_>, decision: Decision) -> Page {
             access_fallback: None,
         }
         | Outcome::Fallback(_) => ctx.fallback().await,
+    }
+}
+
+/// Reports the isolate's buffered click events until none are left, unless another request's flush is already
+/// doing so. A batch the origin could not take stays buffered for the next flush.
+async fn flush_clicks(origin: Rc<Origin>) {
+    let now = || js_sys::Date::now() as u64;
+    let mut batch = CLICKS.with(|b| b.borrow_mut().start_flush(now()));
+    while let Some(events) = batch {
+        let answer = origin_call(
+            Method::Post,
+            &origin.clicks_url(),
+            &origin,
+            Some(analytics::batch_body(&events)),
+            origin::CLICKS_TIMEOUT_MS,
+        )
+        .await;
+        match origin::clicks_answer(answer.map(|(status, _)| status)) {
+            Delivery::Delivered | Delivery::Rejected => {
+                batch = CLICKS.with(|b| b.borrow_mut().next_batch(now()));
+            }
+            Delivery::Retry => {
+                CLICKS.with(|b| b.borrow_mut().failed(events));
+                return;
+            }
+        }
+    }
+}
+
+/// One call to the origin's internal API: status and body, or `None` on a transport error or after `timeout_ms`
+/// (the request is then aborted). Never an error: callers treat `None` as "the origin did not answer".
+async fn origin_call(
+    method: Method,
+    url: &str,
+    origin: &Origin,
+    body: Option<String>,
+    timeout_ms: u64,
+) -> Option<(u16, String)> {
+    let headers = Headers::new();
+    headers.set("Authorization", &origin.authorization()).ok()?;
+    let mut init = RequestInit::new();
+    if let Some(body) = body {
+        headers.set("Content-Type", "application/json").ok()?;
+        init.with_body(Some(JsValue::from_str(&body)));
+    }
+    init.with_method(method).with_headers(headers);
+    let request = Request::new_with_init(url, &init).ok()?;
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let call = Box::pin(async {
+        let mut response = Fetch::Request(request)
+            .send_with_signal(&signal)
+            .await
+            .ok()?;
+        let status = response.status_code();
+        let text = response.text().await.ok()?;
+        Some((status, text))
+    });
+    let timer = Box::pin(Delay::from(Duration::from_millis(timeout_ms)));
+    match select(call, timer).await {
+        Either::Left((answer, _)) => answer,
+        Either::Right(_) => {
+            controller.abort();
+            None
+        }
     }
 }
 

@@ -5,8 +5,8 @@
 //
 //   node tests/support/serve-worker.mjs [--floor] [--stop-on-eof]
 //
-// Environment: PORT (default 0: any free port), SYNC_SECRET, DEFAULT_FALLBACK_URL and ISOLATE_CACHE_TTL_SECONDS
-// (override wrangler.toml's values). --floor serves a JavaScript worker that answers every request with a fixed
+// Environment: PORT (default 0: any free port), SYNC_SECRET, DEFAULT_FALLBACK_URL, ISOLATE_CACHE_TTL_SECONDS,
+// ORIGIN_URL and ORIGIN_SECRET (override wrangler.toml's values; unset ones keep them). --floor serves a JavaScript worker that answers every request with a fixed
 // 302: the benchmark's baseline for what workerd itself costs.
 //
 // Miniflare is used directly, not `wrangler dev`, because wrangler's dev proxy halves throughput. Requests keep
@@ -23,7 +23,13 @@ const port = Number(process.env.PORT ?? 0);
 
 const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
 const bindings = { ...workerOptions.bindings };
-for (const name of ["SYNC_SECRET", "DEFAULT_FALLBACK_URL", "ISOLATE_CACHE_TTL_SECONDS"]) {
+for (const name of [
+  "SYNC_SECRET",
+  "DEFAULT_FALLBACK_URL",
+  "ISOLATE_CACHE_TTL_SECONDS",
+  "ORIGIN_URL",
+  "ORIGIN_SECRET",
+]) {
   if (process.env[name] !== undefined) bindings[name] = process.env[name];
 }
 

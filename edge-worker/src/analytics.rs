@@ -1,0 +1,407 @@
+//! Click analytics: which requests count, the event each one yields, and the per-isolate buffer the shell flushes
+//! to the origin's `POST /internal/v1/clicks` after the response (`wait_until`).
+//!
+//! A request counts when its group has `analytics.enabled`, it is a `GET` (never a `HEAD`), the visitor is not a
+//! bot, and it ends at the destination or the interstitial. Visitors blocked by access rules do not count: they
+//! never reached the link, and counting them would let a country block inflate a link's figures. Link-preview
+//! fetchers are bots, so neither their `HEAD` nor their `GET` counts.
+//!
+//! Events are not held back waiting for more: each counted request starts a flush unless one is already in
+//! flight in the isolate, and a flush keeps sending until the buffer is empty, so under load one request carries
+//! many events and at rest a click reaches the origin within one round trip.
+
+use serde::Serialize;
+
+use crate::decision::{Decision, Outcome};
+use crate::route::normalize_request_host;
+use crate::visitor::Visitor;
+
+/// Most events in one report (the origin's limit).
+pub const MAX_BATCH: usize = 1000;
+
+/// Most events an isolate keeps while the origin is unreachable; past this, the oldest are dropped, so an origin
+/// outage costs some clicks rather than the isolate's memory.
+pub const MAX_BUFFERED: usize = 5000;
+
+/// A flush in flight longer than this is taken for dead (its request context was cancelled), so a stuck flag cannot
+/// stop an isolate from reporting for good.
+pub const STALE_FLUSH_MS: u64 = 60_000;
+
+/// The kind of device, from the User-Agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    /// Phones.
+    Mobile,
+    /// Tablets (iPad, Android without `Mobile`, Kindle).
+    Tablet,
+    /// Windows, macOS, Linux and ChromeOS browsers.
+    Desktop,
+    /// Anything else (TVs, consoles, unknown).
+    Other,
+}
+
+/// Classifies a User-Agent. iPadOS 13+ Safari presents itself as a Mac by default, so such iPads count as desktop:
+/// the User-Agent cannot tell them apart.
+pub fn device(user_agent: &str) -> Device {
+    let ua = user_agent.to_ascii_lowercase();
+    let has = |needles: &[&str]| needles.iter().any(|n| ua.contains(n));
+    let android = ua.contains("android");
+    if has(&["ipad", "tablet", "kindle", "silk/", "playbook"])
+        || (android && !ua.contains("mobile"))
+    {
+        Device::Tablet
+    } else if android
+        || has(&[
+            "iphone",
+            "ipod",
+            "mobile",
+            "windows phone",
+            "blackberry",
+            "opera mini",
+        ])
+    {
+        Device::Mobile
+    } else if has(&["smart-tv", "smarttv", "playstation", "xbox", "nintendo"]) {
+        Device::Other
+    } else if has(&[
+        "windows nt",
+        "macintosh",
+        "mac os x",
+        "x11",
+        "linux",
+        "cros",
+    ]) {
+        Device::Desktop
+    } else {
+        Device::Other
+    }
+}
+
+/// Whether a request yields a click event: analytics on, a `GET`, not a bot, and it reached the destination or
+/// the interstitial (blocked visitors and fallbacks do not count).
+pub fn counts(decision: &Decision, head: bool, visitor: &Visitor) -> bool {
+    decision.analytics
+        && !head
+        && matches!(
+            decision.outcome,
+            Outcome::Destination(_) | Outcome::Interstitial { .. }
+        )
+        && !visitor.is_bot()
+}
+
+/// The host of a `Referer` header (lowercase, no port, no user info), or `None` when absent or not an absolute
+/// `http(s)` URL. Only the host is kept: the referring page's path may carry personal data.
+pub fn referer_host(referer: Option<&str>) -> Option<String> {
+    let referer = referer?.trim();
+    let lower = referer.get(..8)?.to_ascii_lowercase();
+    let rest = if lower.starts_with("https://") {
+        &referer[8..]
+    } else if lower.starts_with("http://") {
+        &referer[7..]
+    } else {
+        return None;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    normalize_request_host(host)
+}
+
+/// One click, as the origin's `POST /internal/v1/clicks` takes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClickEvent {
+    /// The host the visitor used.
+    pub host: String,
+    /// The persistent link's code; `null` for a dynamic link (`/e/…`).
+    pub short_code: Option<String>,
+    /// The link's group, or the dynamic link's group from the path.
+    pub group_id: String,
+    /// UNIX milliseconds.
+    pub at: u64,
+    /// ISO country code, when known.
+    pub country: Option<String>,
+    /// Host of the `Referer`, when sent.
+    pub referer_host: Option<String>,
+    /// From the User-Agent.
+    pub device: Device,
+}
+
+impl ClickEvent {
+    /// The event of a counted request.
+    pub fn new(
+        host: &str,
+        short_code: Option<&str>,
+        group_id: &str,
+        at: u64,
+        visitor: &Visitor,
+        referer: Option<&str>,
+    ) -> ClickEvent {
+        ClickEvent {
+            host: host.to_owned(),
+            short_code: short_code.map(str::to_owned),
+            group_id: group_id.to_owned(),
+            at,
+            country: visitor.country.clone(),
+            referer_host: referer_host(referer),
+            device: device(&visitor.user_agent),
+        }
+    }
+}
+
+/// The report body: `{"events":[…]}`.
+pub fn batch_body(events: &[ClickEvent]) -> String {
+    serde_json::json!({ "events": events }).to_string()
+}
+
+/// The isolate's click events not yet reported, and whether a flush is in flight.
+#[derive(Debug, Default)]
+pub struct ClickBuffer {
+    events: Vec<ClickEvent>,
+    flush_started_ms: Option<u64>,
+}
+
+impl ClickBuffer {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an event, dropping the oldest past [`MAX_BUFFERED`].
+    pub fn push(&mut self, event: ClickEvent) {
+        self.events.push(event);
+        self.trim();
+    }
+
+    /// Events waiting.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether no event is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The first batch of a new flush, or `None` when a flush is already in flight (it will send what is buffered
+    /// now when its current request completes) or nothing waits.
+    pub fn start_flush(&mut self, now_ms: u64) -> Option<Vec<ClickEvent>> {
+        if self
+            .flush_started_ms
+            .is_some_and(|t| now_ms.saturating_sub(t) < STALE_FLUSH_MS)
+        {
+            return None;
+        }
+        self.flush_started_ms = Some(now_ms);
+        self.next_batch(now_ms)
+    }
+
+    /// After a batch was delivered (or rejected for good): the next batch, or `None` and the flush ends.
+    pub fn next_batch(&mut self, now_ms: u64) -> Option<Vec<ClickEvent>> {
+        if self.events.is_empty() {
+            self.flush_started_ms = None;
+            return None;
+        }
+        self.flush_started_ms = Some(now_ms);
+        let n = self.events.len().min(MAX_BATCH);
+        Some(self.events.drain(..n).collect())
+    }
+
+    /// After a batch could not be delivered: keeps its events (ahead of newer ones) for the next flush, which the
+    /// next counted request starts, and ends this flush.
+    pub fn failed(&mut self, mut batch: Vec<ClickEvent>) {
+        batch.append(&mut self.events);
+        self.events = batch;
+        self.trim();
+        self.flush_started_ms = None;
+    }
+
+    fn trim(&mut self) {
+        if self.events.len() > MAX_BUFFERED {
+            let excess = self.events.len() - MAX_BUFFERED;
+            self.events.drain(..excess);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::FallbackReason;
+
+    const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                          Chrome/126.0.0.0 Safari/537.36";
+    const MAC: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) \
+                       Version/17.5 Safari/605.1.15";
+    const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 \
+                          (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+    const PIXEL: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) \
+                         Chrome/126.0.0.0 Mobile Safari/537.36";
+    const IPAD: &str = "Mozilla/5.0 (iPad; CPU OS 16_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) \
+                        Version/16.6 Mobile/15E148 Safari/604.1";
+    const GALAXY_TAB: &str = "Mozilla/5.0 (Linux; Android 13; SM-X710) AppleWebKit/537.36 (KHTML, like Gecko) \
+                              Chrome/126.0.0.0 Safari/537.36";
+    const LINUX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+    const TV: &str = "Mozilla/5.0 (SMART-TV; Linux; Tizen 6.0) AppleWebKit/537.36 (KHTML, like Gecko) \
+                      SamsungBrowser/4.0 Chrome/76.0.3809.146 TV Safari/537.36";
+
+    fn human(ua: &str) -> Visitor {
+        Visitor::new(None, Some("de"), Some(ua), None, false)
+    }
+
+    #[test]
+    fn devices() {
+        assert_eq!(device(CHROME), Device::Desktop);
+        assert_eq!(device(MAC), Device::Desktop);
+        assert_eq!(device(LINUX), Device::Desktop);
+        assert_eq!(device(IPHONE), Device::Mobile);
+        assert_eq!(device(PIXEL), Device::Mobile);
+        assert_eq!(device(IPAD), Device::Tablet);
+        assert_eq!(device(GALAXY_TAB), Device::Tablet);
+        assert_eq!(device(TV), Device::Other);
+        assert_eq!(device(""), Device::Other);
+        assert_eq!(device("SomethingElse/1.0"), Device::Other);
+    }
+
+    fn decision(outcome: Outcome, analytics: bool) -> Decision {
+        Decision { outcome, analytics }
+    }
+
+    #[test]
+    fn what_counts() {
+        let to = Outcome::Destination("https://d.example/".into());
+        let page = Outcome::Interstitial {
+            destination: "https://d.example/".into(),
+            seconds: 5,
+        };
+        let blocked = Outcome::Blocked {
+            access_fallback: None,
+        };
+        let fallback = Outcome::Fallback(FallbackReason::UnknownLink);
+        let chrome = human(CHROME);
+        assert!(counts(&decision(to.clone(), true), false, &chrome));
+        assert!(counts(&decision(page, true), false, &chrome));
+        assert!(
+            !counts(&decision(to.clone(), false), false, &chrome),
+            "analytics off"
+        );
+        assert!(!counts(&decision(to.clone(), true), true, &chrome), "HEAD");
+        assert!(!counts(&decision(blocked, true), false, &chrome), "blocked");
+        assert!(!counts(&decision(fallback, true), false, &chrome));
+        for bot in [
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+            "facebookexternalhit/1.1",
+            "curl/8.5.0",
+            "",
+        ] {
+            assert!(
+                !counts(&decision(to.clone(), true), false, &human(bot)),
+                "{bot}"
+            );
+        }
+        let scored = Visitor::new(None, None, Some(CHROME), Some(5.0), false);
+        assert!(!counts(&decision(to, true), false, &scored));
+    }
+
+    #[test]
+    fn referers() {
+        assert_eq!(
+            referer_host(Some("https://User:pw@News.Example.com:8443/a/b?q=1#x")).as_deref(),
+            Some("news.example.com")
+        );
+        assert_eq!(referer_host(Some("http://t.co")).as_deref(), Some("t.co"));
+        assert_eq!(
+            referer_host(Some("https://t.co?x")).as_deref(),
+            Some("t.co")
+        );
+        for bad in [
+            None,
+            Some(""),
+            Some("android-app://com.x"),
+            Some("https://"),
+            Some("https://a b/"),
+        ] {
+            assert_eq!(referer_host(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn events_serialize_as_the_origin_takes_them() {
+        let visitor = human(IPHONE);
+        let e = ClickEvent::new(
+            "go.example.com",
+            Some("abc"),
+            "g1",
+            1_700_000_000_123,
+            &visitor,
+            Some("https://news.example/x"),
+        );
+        let dynamic = ClickEvent::new("go.example.com", None, "g2", 5, &human(CHROME), None);
+        let body: serde_json::Value = serde_json::from_str(&batch_body(&[e, dynamic])).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"events": [
+                {"host": "go.example.com", "short_code": "abc", "group_id": "g1", "at": 1_700_000_000_123u64,
+                 "country": "DE", "referer_host": "news.example", "device": "mobile"},
+                {"host": "go.example.com", "short_code": null, "group_id": "g2", "at": 5,
+                 "country": "DE", "referer_host": null, "device": "desktop"},
+            ]})
+        );
+    }
+
+    fn event(n: u64) -> ClickEvent {
+        ClickEvent::new("h", Some("c"), "g", n, &human(CHROME), None)
+    }
+
+    #[test]
+    fn one_flush_at_a_time_and_nothing_held_back() {
+        let mut b = ClickBuffer::new();
+        assert_eq!(b.start_flush(0), None, "nothing to send");
+        b.push(event(1));
+        let first = b.start_flush(10).unwrap();
+        assert_eq!(first, vec![event(1)], "a single event goes at once");
+        // Events arriving while a report is in flight ride on the same flush's next round.
+        b.push(event(2));
+        b.push(event(3));
+        assert_eq!(b.start_flush(11), None);
+        assert_eq!(b.next_batch(20).unwrap(), vec![event(2), event(3)]);
+        assert_eq!(b.next_batch(30), None);
+        // The flush is over: the next event starts a new one.
+        b.push(event(4));
+        assert_eq!(b.start_flush(40).unwrap(), vec![event(4)]);
+    }
+
+    #[test]
+    fn failed_batches_wait_for_the_next_flush() {
+        let mut b = ClickBuffer::new();
+        b.push(event(1));
+        let batch = b.start_flush(0).unwrap();
+        b.push(event(2));
+        b.failed(batch);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.start_flush(1).unwrap(), vec![event(1), event(2)]);
+    }
+
+    #[test]
+    fn bounded_batches_and_buffer() {
+        let mut b = ClickBuffer::new();
+        for n in 0..(MAX_BUFFERED as u64 + 10) {
+            b.push(event(n));
+        }
+        assert_eq!(b.len(), MAX_BUFFERED);
+        let first = b.start_flush(0).unwrap();
+        assert_eq!(first.len(), MAX_BATCH);
+        assert_eq!(first[0], event(10), "the oldest were dropped");
+        b.failed(first);
+        assert_eq!(b.len(), MAX_BUFFERED);
+    }
+
+    #[test]
+    fn a_stuck_flush_is_replaced() {
+        let mut b = ClickBuffer::new();
+        b.push(event(1));
+        let _lost = b.start_flush(0).unwrap();
+        b.push(event(2));
+        assert_eq!(b.start_flush(STALE_FLUSH_MS - 1), None);
+        assert_eq!(b.start_flush(STALE_FLUSH_MS).unwrap(), vec![event(2)]);
+    }
+}

@@ -1,0 +1,199 @@
+//! The origin's internal API as the worker uses it (`/internal/v1/…`, `Authorization: Bearer <ORIGIN_SECRET>`):
+//! the KV-miss lookup of a link and the click reports. Plain Rust: URLs, and what an answer means; the shell does
+//! the HTTP calls.
+//!
+//! - `GET {ORIGIN_URL}/internal/v1/links/{host}/{code}` → `200` a [`LinkRecord`], `404` unknown.
+//! - `POST {ORIGIN_URL}/internal/v1/clicks` with `{"events":[…]}` → `200 {"stored":n}`.
+
+use kv_model::LinkRecord;
+
+/// How long a visitor may wait for the origin on a KV miss before getting the fallback. Short: the origin is only
+/// asked about links created seconds ago, and a slow origin must not make unknown codes slow.
+pub const LOOKUP_TIMEOUT_MS: u64 = 2_000;
+
+/// How long a click report may take. It runs after the response (`wait_until`), so nobody waits on it.
+pub const CLICKS_TIMEOUT_MS: u64 = 5_000;
+
+/// KV expiry (seconds) of a link record the worker writes after a KV miss. The publisher writes the same key
+/// without expiry; if this provisional copy ever lands after a newer published value (a race between the two
+/// writers), it expires and the next miss asks the origin again, so a stale record cannot stick. 60 s is the
+/// shortest expiry KV accepts.
+pub const FALLBACK_RECORD_TTL_SECONDS: u64 = 60;
+
+/// Where the origin is and the secret it expects. Both must be set for the worker to call it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    base: String,
+    secret: String,
+}
+
+impl Origin {
+    /// The origin from the `ORIGIN_URL` variable and `ORIGIN_SECRET` secret; `None` (no calls to the origin) when
+    /// either is unset or empty, or the URL is not `http(s)://…`.
+    pub fn from_vars(url: Option<&str>, secret: Option<&str>) -> Option<Origin> {
+        let url = url.map(str::trim).filter(|u| !u.is_empty())?;
+        let secret = secret.map(str::trim).filter(|s| !s.is_empty())?;
+        let lower = url.to_ascii_lowercase();
+        let scheme_len = ["https://", "http://"]
+            .iter()
+            .find(|p| lower.starts_with(**p))?
+            .len();
+        let base = url.trim_end_matches('/');
+        (base.len() > scheme_len).then(|| Origin {
+            base: base.to_owned(),
+            secret: secret.to_owned(),
+        })
+    }
+
+    /// The lookup URL of the link `code` on `host` (both as the worker normalised them).
+    pub fn link_url(&self, host: &str, code: &str) -> String {
+        format!(
+            "{}/internal/v1/links/{}/{}",
+            self.base,
+            encode_segment(host),
+            encode_segment(code)
+        )
+    }
+
+    /// The click report URL.
+    pub fn clicks_url(&self) -> String {
+        format!("{}/internal/v1/clicks", self.base)
+    }
+
+    /// The `Authorization` header value.
+    pub fn authorization(&self) -> String {
+        format!("Bearer {}", self.secret)
+    }
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters. Hosts and codes are already restricted to
+/// safe characters by the router; an IPv6 host's brackets and colons are the exception this covers.
+fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// What the origin said about a link the worker missed in KV.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The link exists: serve this record (and write it to KV).
+    Found(LinkRecord),
+    /// The origin does not know the link: the domain's fallback.
+    NotFound,
+    /// Any other answer (5xx, 401, a body that is not a version-1 record), a timeout or no connection: the
+    /// domain's fallback, as if the link were unknown. Never an error page.
+    Failed,
+}
+
+/// Reads the origin's answer to a link lookup. `None` stands for a timeout or transport error.
+pub fn lookup_answer(answer: Option<(u16, &str)>) -> Lookup {
+    match answer {
+        Some((200, body)) => serde_json::from_str(body).map_or(Lookup::Failed, Lookup::Found),
+        Some((404, _)) => Lookup::NotFound,
+        _ => Lookup::Failed,
+    }
+}
+
+/// What to do with a batch of click events after posting it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The origin took it.
+    Delivered,
+    /// The origin refused it for good (4xx other than 408/429): retrying the same batch cannot help, so drop it.
+    Rejected,
+    /// 5xx, 408, 429, timeout or no connection: keep the events for the next flush.
+    Retry,
+}
+
+/// Reads the origin's answer to a click report. `None` stands for a timeout or transport error.
+pub fn clicks_answer(status: Option<u16>) -> Delivery {
+    match status {
+        Some(s) if (200..300).contains(&s) => Delivery::Delivered,
+        Some(408 | 429) | None => Delivery::Retry,
+        Some(s) if (400..500).contains(&s) => Delivery::Rejected,
+        Some(_) => Delivery::Retry,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration() {
+        let o = Origin::from_vars(Some(" http://127.0.0.1:8080/ "), Some("s3cret")).unwrap();
+        assert_eq!(
+            o.link_url("go.example.com", "abc"),
+            "http://127.0.0.1:8080/internal/v1/links/go.example.com/abc"
+        );
+        assert_eq!(o.clicks_url(), "http://127.0.0.1:8080/internal/v1/clicks");
+        assert_eq!(o.authorization(), "Bearer s3cret");
+        let sub = Origin::from_vars(Some("https://origin.example/api//"), Some("s")).unwrap();
+        assert_eq!(
+            sub.clicks_url(),
+            "https://origin.example/api/internal/v1/clicks"
+        );
+        for (url, secret) in [
+            (None, Some("s")),
+            (Some("http://o"), None),
+            (Some(""), Some("s")),
+            (Some("http://o"), Some(" ")),
+            (Some("ftp://o"), Some("s")),
+            (Some("o.example"), Some("s")),
+            (Some("https://"), Some("s")),
+        ] {
+            assert_eq!(Origin::from_vars(url, secret), None, "{url:?} {secret:?}");
+        }
+    }
+
+    #[test]
+    fn segments_are_encoded() {
+        let o = Origin::from_vars(Some("http://o"), Some("s")).unwrap();
+        assert_eq!(
+            o.link_url("[::1]", "a_b-c"),
+            "http://o/internal/v1/links/%5B%3A%3A1%5D/a_b-c"
+        );
+    }
+
+    #[test]
+    fn lookups() {
+        let body =
+            r#"{"v":1,"long_url":"https://d.example/","group_id":"g","is_active":true,"new":1}"#;
+        assert_eq!(
+            lookup_answer(Some((200, body))),
+            Lookup::Found(LinkRecord::new("https://d.example/", "g", true))
+        );
+        assert_eq!(lookup_answer(Some((404, "{}"))), Lookup::NotFound);
+        for answer in [
+            None,
+            Some((200, "not json")),
+            Some((
+                200,
+                r#"{"v":2,"long_url":"https://d/","group_id":"g","is_active":true}"#,
+            )),
+            Some((401, "")),
+            Some((500, body)),
+            Some((503, "")),
+        ] {
+            assert_eq!(lookup_answer(answer), Lookup::Failed, "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn deliveries() {
+        assert_eq!(clicks_answer(Some(200)), Delivery::Delivered);
+        assert_eq!(clicks_answer(Some(400)), Delivery::Rejected);
+        assert_eq!(clicks_answer(Some(401)), Delivery::Rejected);
+        assert_eq!(clicks_answer(Some(413)), Delivery::Rejected);
+        for s in [None, Some(408), Some(429), Some(500), Some(503)] {
+            assert_eq!(clicks_answer(s), Delivery::Retry, "{s:?}");
+        }
+    }
+}
