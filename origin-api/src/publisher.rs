@@ -178,7 +178,10 @@ pub async fn run(
     };
     let mut backoff = Duration::from_millis(100);
     loop {
-        let wait = match round(&db, &sink, &client, &holder).await {
+        // After a failure the backoff is slept out even when changes arrive: a wake-up would retry a sink that is
+        // down at once and double the backoff per change, so a burst of changes during an outage pushed it to
+        // the 30 s maximum in a second, and the edge caught up up to 30 s after it came back.
+        let (wait, wakeable) = match round(&db, &sink, &client, &holder).await {
             Ok(n) => {
                 backoff = Duration::from_millis(100);
                 handle
@@ -192,19 +195,19 @@ pub async fn run(
                         .fetch_add(n as u64, Ordering::Relaxed);
                     continue;
                 }
-                IDLE_POLL
+                (IDLE_POLL, true)
             }
             Err(e) => {
                 handle.stats.failures.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(error = %e, retry_in = ?backoff, "publish round failed");
                 let wait = backoff;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
-                wait
+                (wait, false)
             }
         };
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = handle.wake.notified() => {}
+            _ = handle.wake.notified(), if wakeable => {}
             _ = shutdown.changed() => break,
         }
         if *shutdown.borrow() {

@@ -1,6 +1,6 @@
-use super::{Db, StoreError, new_id, outbox};
+use super::{Db, Engine, StoreError, new_id, outbox};
 use crate::domain::{LongUrl, MatchMode, Micros, ShortCode, prefix_upper_bound};
-use sqlx::{Any, AnyConnection, Row, Transaction};
+use sqlx::{Any, Row, Transaction};
 
 /// Successful creations allowed per key in any rolling window (spec 8).
 pub(crate) const RATE_LIMIT: u32 = 100;
@@ -128,15 +128,29 @@ impl Db {
         ))
     }
 
+    /// The requested group if it is the caller's, else the account's default group; the
+    /// requested domain if the caller may use it (an enabled platform domain or their own
+    /// active custom domain), else the oldest enabled platform domain (spec 4.1). One
+    /// statement: every statement costs two thread hand-offs in sqlx's SQLite driver.
     async fn resolve_target(&self, req: &CreateLink) -> Result<Target, StoreError> {
-        let mut conn = self.read.acquire().await?;
-        let group_id = resolve_group(&mut conn, &req.account_id, req.group_id.as_deref()).await?;
-        let (domain_id, host) =
-            resolve_domain(&mut conn, &req.account_id, req.domain_id.as_deref()).await?;
+        let row = sqlx::query(
+            "SELECT d.id, d.host, COALESCE( \
+                 (SELECT g.id FROM groups g WHERE g.id = $1 AND g.account_id = $3), \
+                 (SELECT a.default_group_id FROM accounts a WHERE a.id = $3)) AS group_id \
+             FROM domains d \
+             WHERE d.enabled = 1 AND (d.is_platform = 1 OR (d.id = $2 AND d.account_id = $3)) \
+             ORDER BY CASE WHEN d.id = $2 THEN 0 ELSE 1 END, d.created_at, d.id LIMIT 1",
+        )
+        .bind(req.group_id.as_deref())
+        .bind(req.domain_id.as_deref())
+        .bind(&req.account_id)
+        .fetch_optional(&self.read)
+        .await?
+        .ok_or(StoreError::PlatformDomainUnavailable)?;
         Ok(Target {
-            group_id,
-            domain_id,
-            host,
+            group_id: row.try_get("group_id")?,
+            domain_id: row.try_get("id")?,
+            host: row.try_get("host")?,
         })
     }
 
@@ -147,25 +161,29 @@ impl Db {
         code: &ShortCode,
     ) -> Result<Result<(CreatedLink, RateLimitState), Retry>, StoreError> {
         let now = Micros::now().0;
-        let mut tx = self.write.begin().await?;
-        // Writing to the key row first takes SQLite's write lock / PostgreSQL's row lock, so
-        // concurrent creations with one key are serialised and the count below is exact.
-        let touched = sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-            .bind(now)
-            .bind(&req.key_id)
-            .execute(&mut *tx)
-            .await?;
-        if touched.rows_affected() == 0 {
-            return Err(StoreError::NotFound("api key"));
-        }
+        // Creations with one key must be serialised for the count below to be exact. SQLite:
+        // BEGIN IMMEDIATE takes the database's write lock up front (across processes too).
+        // PostgreSQL: writing to the key row takes its row lock until commit.
+        let mut tx = match self.engine {
+            Engine::Sqlite => self.write.begin_with("BEGIN IMMEDIATE").await?,
+            Engine::Postgres => {
+                let mut tx = self.write.begin().await?;
+                sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                    .bind(now)
+                    .bind(&req.key_id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx
+            }
+        };
         let limit = rate_window(&mut tx, &req.key_id, now).await?;
         if limit.remaining == 0 {
             return Err(StoreError::RateLimited(limit));
         }
         let id = new_id();
         let inserted = sqlx::query(
-            "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 1, $7)",
+            "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at, \
+             created_by_key) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)",
         )
         .bind(&id)
         .bind(&req.account_id)
@@ -174,6 +192,7 @@ impl Db {
         .bind(code.as_str())
         .bind(req.long_url.as_str())
         .bind(now)
+        .bind(&req.key_id)
         .execute(&mut *tx)
         .await;
         match inserted {
@@ -185,11 +204,6 @@ impl Db {
             }
             r => r?,
         };
-        sqlx::query("INSERT INTO link_creations (key_id, created_at) VALUES ($1, $2)")
-            .bind(&req.key_id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
         sqlx::query("UPDATE accounts SET link_count = link_count + 1 WHERE id = $1")
             .bind(&req.account_id)
             .execute(&mut *tx)
@@ -301,24 +315,25 @@ impl Db {
     }
 }
 
-/// Drops creations older than the window and reports what is left of the limit.
+/// What is left of the key's limit in the window ending now: the key's own links created
+/// in the last hour. Also checks that the key still exists (it may have been revoked since
+/// authentication), in the same statement.
 async fn rate_window(
     tx: &mut Transaction<'_, Any>,
     key_id: &str,
     now: i64,
 ) -> Result<RateLimitState, StoreError> {
-    let window_start = now - WINDOW_MICROS;
-    sqlx::query("DELETE FROM link_creations WHERE key_id = $1 AND created_at <= $2")
-        .bind(key_id)
-        .bind(window_start)
-        .execute(&mut **tx)
-        .await?;
     let row = sqlx::query(
-        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM link_creations WHERE key_id = $1",
+        "SELECT (SELECT COUNT(*) FROM api_keys WHERE id = $1) AS key_exists, COUNT(*) AS n, MIN(created_at) AS oldest \
+         FROM links WHERE created_by_key = $1 AND created_at > $2",
     )
     .bind(key_id)
+    .bind(now - WINDOW_MICROS)
     .fetch_one(&mut **tx)
     .await?;
+    if row.try_get::<i64, _>("key_exists")? == 0 {
+        return Err(StoreError::NotFound("api key"));
+    }
     let used: i64 = row.try_get("n")?;
     let oldest: Option<i64> = row.try_get("oldest")?;
     let remaining = u32::try_from(i64::from(RATE_LIMIT) - used).unwrap_or(0);
@@ -333,56 +348,4 @@ async fn rate_window(
             0
         },
     })
-}
-
-/// The requested group if it is the caller's, else the account's default group (spec 4.1).
-async fn resolve_group(
-    conn: &mut AnyConnection,
-    account_id: &str,
-    requested: Option<&str>,
-) -> Result<String, StoreError> {
-    if let Some(id) = requested {
-        let row = sqlx::query("SELECT id FROM groups WHERE id = $1 AND account_id = $2")
-            .bind(id)
-            .bind(account_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-        if let Some(row) = row {
-            return Ok(row.try_get("id")?);
-        }
-    }
-    let row = sqlx::query("SELECT default_group_id FROM accounts WHERE id = $1")
-        .bind(account_id)
-        .fetch_one(&mut *conn)
-        .await?;
-    Ok(row.try_get("default_group_id")?)
-}
-
-/// The requested domain if usable by the caller (an enabled platform domain or their own
-/// active custom domain), else the oldest enabled platform domain (spec 4.1).
-async fn resolve_domain(
-    conn: &mut AnyConnection,
-    account_id: &str,
-    requested: Option<&str>,
-) -> Result<(String, String), StoreError> {
-    if let Some(id) = requested {
-        let row = sqlx::query(
-            "SELECT id, host FROM domains WHERE id = $1 AND enabled = 1 \
-             AND (is_platform = 1 OR account_id = $2)",
-        )
-        .bind(id)
-        .bind(account_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-        if let Some(row) = row {
-            return Ok((row.try_get("id")?, row.try_get("host")?));
-        }
-    }
-    let row = sqlx::query(
-        "SELECT id, host FROM domains WHERE is_platform = 1 AND enabled = 1 ORDER BY created_at, id LIMIT 1",
-    )
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or(StoreError::PlatformDomainUnavailable)?;
-    Ok((row.try_get("id")?, row.try_get("host")?))
 }
