@@ -8,6 +8,8 @@
 //!
 //! Prerequisite: `scripts/install-edge-toolchain.sh`.
 
+pub mod origin;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -81,7 +83,8 @@ pub struct Worker {
 pub struct Options {
     /// `SYNC_SECRET`; `None` leaves it unset (the sync route is then disabled).
     pub sync_secret: Option<String>,
-    /// Extra environment for the serve script (e.g. `ISOLATE_CACHE_TTL_SECONDS`, `PORT`).
+    /// Extra environment for the serve script (e.g. `ISOLATE_CACHE_TTL_SECONDS`, `PORT`, `ORIGIN_URL`,
+    /// `ORIGIN_SECRET`). `ORIGIN_URL`, `ORIGIN_SECRET` and `PORT` are not inherited from the test's environment.
     pub env: Vec<(String, String)>,
     /// Serve the benchmark's floor worker instead of the edge worker.
     pub floor: bool,
@@ -125,6 +128,9 @@ impl Worker {
             .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
             .env("WRANGLER_HIDE_BANNER", "true")
             .env_remove("SYNC_SECRET")
+            .env_remove("ORIGIN_URL")
+            .env_remove("ORIGIN_SECRET")
+            .env_remove("PORT")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -6,7 +6,8 @@
 //   node tests/support/serve-worker.mjs [--floor] [--stop-on-eof]
 //
 // Environment: PORT (default 0: any free port), SYNC_SECRET, DEFAULT_FALLBACK_URL, ISOLATE_CACHE_TTL_SECONDS,
-// ORIGIN_URL and ORIGIN_SECRET (override wrangler.toml's values; unset ones keep them). --floor serves a JavaScript worker that answers every request with a fixed
+// ORIGIN_URL and ORIGIN_SECRET (override wrangler.toml's values; unset ones keep them). --floor serves a JavaScript
+// worker that answers every request with a fixed
 // 302: the benchmark's baseline for what workerd itself costs.
 //
 // Miniflare is used directly, not `wrangler dev`, because wrangler's dev proxy halves throughput. Requests keep

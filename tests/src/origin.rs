@@ -1,0 +1,377 @@
+//! The real origin (`origin-api`) as a child process, for tests across origin and worker.
+//!
+//! [`Database`] is a fresh SQLite file in its own temporary directory, migrated with `origin-api migrate` and seeded
+//! with `origin-api admin …`, exactly as an operator would. [`Origin::start`] runs `origin-api serve` on it and
+//! waits (with a deadline) until `/healthz` answers; the process is killed on drop. The binary is built once per
+//! test process with `cargo build -p origin-api` (skip with `SHORTLINK_ORIGIN_SKIP_BUILD=1` when a preceding step
+//! built it).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::root;
+
+/// The `INTERNAL_API_SECRET` of test origins, which test workers get as `ORIGIN_SECRET`.
+pub const INTERNAL_SECRET: &str = "e2e-internal-secret";
+
+/// The platform domain every seeded database has.
+pub const HOST: &str = "go.example.com";
+
+/// Its fallback URL.
+pub const HOST_FALLBACK: &str = "https://www.example.com/not-found";
+
+/// How long an origin may take to answer `/healthz` after it was spawned.
+const STARTUP_DEADLINE: Duration = Duration::from_secs(30);
+
+/// A free TCP port on 127.0.0.1 (bound, then released: a port for a process started later).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind a free port")
+        .port()
+}
+
+/// The `origin-api` binary, built once per process.
+pub fn origin_binary() -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let result = BUILT.get_or_init(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join("target"));
+        let bin = target.join("debug/origin-api");
+        if std::env::var_os("SHORTLINK_ORIGIN_SKIP_BUILD").is_none() {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "--quiet", "-p", "origin-api"])
+                .current_dir(root())
+                .output()
+                .map_err(|e| format!("cannot run cargo build -p origin-api: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "cargo build -p origin-api failed:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+        if bin.exists() {
+            Ok(bin)
+        } else {
+            Err(format!("{} is missing", bin.display()))
+        }
+    });
+    match result {
+        Ok(bin) => bin.clone(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// An account seeded through the admin CLI, with its API key.
+#[derive(Debug, Clone)]
+pub struct Account {
+    /// Account id.
+    pub id: String,
+    /// Its default group.
+    pub default_group_id: String,
+    /// Its API key (`Authorization: Token …`).
+    pub api_key: String,
+}
+
+/// A group created through the admin CLI.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// Group id.
+    pub id: String,
+    /// Its key, base64url.
+    pub key: String,
+}
+
+/// A fresh, migrated SQLite database in a temporary directory (removed on drop) with the platform domain
+/// [`HOST`] (fallback [`HOST_FALLBACK`]).
+pub struct Database {
+    dir: PathBuf,
+    /// `sqlite://…` URL of the file.
+    pub url: String,
+}
+
+impl Database {
+    /// Creates, migrates and adds the platform domain.
+    pub fn new() -> Database {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "shortlink-e2e-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the database directory");
+        let url = format!("sqlite://{}", dir.join("origin.db").display());
+        let db = Database { dir, url };
+        db.admin(&["migrate"]);
+        db.admin(&[
+            "admin",
+            "domain",
+            "add",
+            "--host",
+            HOST,
+            "--platform",
+            "--fallback-url",
+            HOST_FALLBACK,
+        ]);
+        db
+    }
+
+    /// The directory holding the database (and the origins' logs).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Runs `origin-api ARGS` on this database and returns the JSON it prints; panics unless it exits 0.
+    pub fn admin(&self, args: &[&str]) -> Value {
+        let out = Command::new(origin_binary())
+            .args(args)
+            .env("DATABASE_URL", &self.url)
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("run origin-api");
+        assert!(
+            out.status.success(),
+            "origin-api {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "origin-api {args:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    /// An account with an API key.
+    pub fn account(&self, email: &str) -> Account {
+        let a = self.admin(&["admin", "account", "create", "--email", email]);
+        let id = str_field(&a, "id");
+        let key = self.admin(&["admin", "api-key", "generate", "--account", &id]);
+        Account {
+            default_group_id: str_field(&a, "default_group_id"),
+            api_key: str_field(&key, "api_key"),
+            id,
+        }
+    }
+
+    /// A group of `account` with `settings`.
+    pub fn group(&self, account: &Account, name: &str, settings: Value) -> Group {
+        let g = self.admin(&[
+            "admin",
+            "group",
+            "create",
+            "--account",
+            &account.id,
+            "--name",
+            name,
+            "--settings",
+            &settings.to_string(),
+        ]);
+        Group {
+            id: str_field(&g, "id"),
+            key: str_field(&g, "key"),
+        }
+    }
+}
+
+impl Default for Database {
+    fn default() -> Self {
+        Database::new()
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn str_field(v: &Value, name: &str) -> String {
+    v[name]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {name} in {v}"))
+        .to_owned()
+}
+
+/// How to start an origin.
+#[derive(Debug, Clone, Default)]
+pub struct OriginOptions {
+    /// Port to listen on; `None` picks a free one.
+    pub port: Option<u16>,
+    /// The worker's sync route for the publisher (`EDGE_SYNC_URL`, with the worker's test `SYNC_SECRET`);
+    /// `None`: no publisher, the outbox keeps every change.
+    pub edge_sync_url: Option<String>,
+}
+
+/// A running `origin-api serve` (SIGKILLed on drop).
+pub struct Origin {
+    child: Option<Child>,
+    /// The port it listens on.
+    pub port: u16,
+    /// Base URL, `http://127.0.0.1:PORT`.
+    pub url: String,
+    client: reqwest::Client,
+}
+
+impl Origin {
+    /// Starts `origin-api serve` on `db` with [`INTERNAL_SECRET`] and waits until `/healthz` answers 200.
+    pub async fn start(db: &Database, options: OriginOptions) -> Origin {
+        let port = options.port.unwrap_or_else(free_port);
+        let mut cmd = Command::new(origin_binary());
+        cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env("DATABASE_URL", &db.url)
+            .env("INTERNAL_API_SECRET", INTERNAL_SECRET)
+            .env("RUST_LOG", "warn")
+            .env_remove("EDGE_SYNC_URL")
+            .env_remove("EDGE_SYNC_SECRET")
+            .env_remove("CF_ACCOUNT_ID")
+            .env_remove("CF_KV_NAMESPACE_ID")
+            .env_remove("CF_API_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            // Its warnings (publish rounds failing while the worker is down) go to the log file, not the test output.
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(db.dir().join("origin.log"))
+                    .map_or_else(|_| Stdio::null(), Stdio::from),
+            );
+        if let Some(url) = &options.edge_sync_url {
+            cmd.env("EDGE_SYNC_URL", url)
+                .env("EDGE_SYNC_SECRET", crate::SYNC_SECRET);
+        }
+        let child = cmd.spawn().expect("spawn origin-api serve");
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("reqwest client");
+        let mut origin = Origin {
+            child: Some(child),
+            port,
+            url: format!("http://127.0.0.1:{port}"),
+            client,
+        };
+        let deadline = Instant::now() + STARTUP_DEADLINE;
+        loop {
+            let exited = origin
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            if let Some(status) = exited {
+                panic!(
+                    "origin-api serve exited with {status}; see {}",
+                    db.dir().join("origin.log").display()
+                );
+            }
+            let healthy = origin
+                .client
+                .get(format!("{}/healthz", origin.url))
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if healthy {
+                return origin;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "origin-api did not answer /healthz within {STARTUP_DEADLINE:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGKILLs the process (no graceful shutdown: a crash) and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// `GET /healthz` as JSON.
+    pub async fn healthz(&self) -> Value {
+        self.client
+            .get(format!("{}/healthz", self.url))
+            .send()
+            .await
+            .expect("GET /healthz")
+            .json()
+            .await
+            .expect("healthz JSON")
+    }
+
+    /// The management API as `account`.
+    pub fn api(&self, account: &Account) -> Api {
+        Api {
+            client: self.client.clone(),
+            base: self.url.clone(),
+            api_key: account.api_key.clone(),
+        }
+    }
+}
+
+impl Drop for Origin {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The management API with one account's key. Cheap to clone (for concurrent requests).
+#[derive(Debug, Clone)]
+pub struct Api {
+    client: reqwest::Client,
+    base: String,
+    api_key: String,
+}
+
+impl Api {
+    /// `POST /api/v1/external/links/create-link` with `body`; panics unless 201; returns the created link.
+    pub async fn create_link(&self, body: Value) -> Value {
+        let resp = self
+            .client
+            .post(format!("{}/api/v1/external/links/create-link", self.base))
+            .header("Authorization", format!("Token {}", self.api_key))
+            .json(&body)
+            .send()
+            .await
+            .expect("create-link request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("create-link body");
+        assert_eq!(status, 201, "create-link {body}: {text}");
+        serde_json::from_str(&text).expect("create-link JSON")
+    }
+
+    /// A link to `long_url` in `group_id` (the default group when `None`).
+    pub async fn link(&self, long_url: &str, group_id: Option<&str>) -> Value {
+        self.create_link(json!({"long_url": long_url, "group_id": group_id}))
+            .await
+    }
+
+    /// `GET /api/v1/external/links/{id}/stats`; panics unless 200.
+    pub async fn stats(&self, link_id: &str) -> Value {
+        let resp = self
+            .client
+            .get(format!(
+                "{}/api/v1/external/links/{link_id}/stats",
+                self.base
+            ))
+            .header("Authorization", format!("Token {}", self.api_key))
+            .send()
+            .await
+            .expect("stats request");
+        assert_eq!(resp.status().as_u16(), 200, "stats of {link_id}");
+        resp.json().await.expect("stats JSON")
+    }
+}

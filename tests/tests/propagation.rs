@@ -1,0 +1,516 @@
+//! Origin → edge, end to end (issue 5): the real origin (`origin-api serve` on a fresh SQLite file, seeded with
+//! the admin CLI) publishing to the real worker in workerd, over real HTTP. Every change reaches the edge, nothing
+//! is lost when the worker is down or the origin is killed mid-publish, a KV miss is answered by the origin, and
+//! clicks flow back into the link statistics.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use e2e::origin::{Account, Database, HOST, HOST_FALLBACK, INTERNAL_SECRET, Origin, OriginOptions};
+use e2e::{BROWSER_UA, DEFAULT_FALLBACK, Options, Worker, dynamic_path, token};
+use reqwest::Method;
+use serde_json::{Value, json};
+use shared_crypto::{GroupKey, Payload};
+
+/// Isolate cache TTL of the test workers: group deletions must reach visitors within this (plus publishing).
+const CACHE_TTL_SECONDS: u64 = 2;
+
+/// Polls `check` every 25 ms until it holds; panics with `what` after `deadline`. Returns how long it took.
+async fn eventually<F, Fut>(deadline: Duration, what: &str, mut check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if check().await {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < deadline,
+            "{what}: not within {deadline:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A worker on `port` (or any free one) with the test cache TTL, asking `origin` on KV misses when given.
+fn worker(port: Option<u16>, origin: Option<&str>, cache_ttl_seconds: u64) -> Worker {
+    let mut env = vec![(
+        "ISOLATE_CACHE_TTL_SECONDS".to_owned(),
+        cache_ttl_seconds.to_string(),
+    )];
+    if let Some(port) = port {
+        env.push(("PORT".into(), port.to_string()));
+    }
+    if let Some(url) = origin {
+        env.push(("ORIGIN_URL".into(), url.to_owned()));
+        env.push(("ORIGIN_SECRET".into(), INTERNAL_SECRET.to_owned()));
+    }
+    Worker::start_with(Options {
+        env,
+        ..Options::default()
+    })
+}
+
+fn sync_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/__shortlink/sync")
+}
+
+/// Whether the edge sends a browser `GET /<code>` to `location` (HEAD would do, but GET is what visitors send).
+async fn redirects(w: &Worker, path: &str, location: &str) -> bool {
+    let v = w.visit(HOST, path, &[]).await;
+    v.status == 302 && v.header("location") == Some(location)
+}
+
+/// Polls until every `(path, long_url)` redirects at the edge (each sweep visits only those that did not yet);
+/// panics after `deadline`. Returns how long it took.
+async fn all_redirect(
+    w: &Worker,
+    links: impl IntoIterator<Item = (String, String)>,
+    deadline: Duration,
+    what: &str,
+) -> Duration {
+    let start = Instant::now();
+    let mut remaining: Vec<(String, String)> = links.into_iter().collect();
+    loop {
+        let mut still = Vec::new();
+        for (path, long_url) in remaining {
+            if !redirects(w, &path, &long_url).await {
+                still.push((path, long_url));
+            }
+        }
+        remaining = still;
+        if remaining.is_empty() {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < deadline,
+            "{what}: {} not within {deadline:?}, e.g. {:?}",
+            remaining.len(),
+            remaining[0]
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn code(link: &Value) -> String {
+    format!("/{}", link["short_code"].as_str().expect("short_code"))
+}
+
+/// The origin (publisher and KV-miss endpoint) and the worker (asking it on KV misses), running together.
+struct Stack {
+    worker: Worker,
+    origin: Origin,
+    account: Account,
+    db: Database,
+}
+
+async fn stack() -> Stack {
+    let db = Database::new();
+    let account = db.account("owner@example.com");
+    let worker_port = e2e::origin::free_port();
+    let origin = Origin::start(
+        &db,
+        OriginOptions {
+            edge_sync_url: Some(sync_url(worker_port)),
+            ..OriginOptions::default()
+        },
+    )
+    .await;
+    let worker = worker(Some(worker_port), Some(&origin.url), CACHE_TTL_SECONDS);
+    Stack {
+        worker,
+        origin,
+        account,
+        db,
+    }
+}
+
+#[tokio::test]
+async fn a_created_link_redirects_at_the_edge_at_once() {
+    let s = stack().await;
+    let api = s.origin.api(&s.account);
+    for i in 0..5 {
+        let long_url = format!("https://dest.example/now/{i}");
+        let path = code(&api.link(&long_url, None).await);
+        let took = eventually(
+            Duration::from_secs(2),
+            "a new link redirects at the edge",
+            || redirects(&s.worker, &path, &long_url),
+        )
+        .await;
+        eprintln!("link {i}: first redirect {took:?} after its 201");
+    }
+    // The domain record came through the publisher too: unknown codes use the domain's own fallback.
+    eventually(
+        Duration::from_secs(5),
+        "unknown code → domain fallback",
+        || redirects(&s.worker, "/no-such-code", HOST_FALLBACK),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_kv_miss_is_answered_by_the_origin_and_written_back_to_kv() {
+    // No publisher: only the worker's KV-miss lookup can make the link work. No isolate cache: every request
+    // reads KV, so what is served once the origin is gone comes from KV.
+    let db = Database::new();
+    let account = db.account("owner@example.com");
+    let mut origin = Origin::start(&db, OriginOptions::default()).await;
+    let w = worker(None, Some(&origin.url), 0);
+    let api = origin.api(&account);
+    let link = api.link("https://dest.example/miss", None).await;
+    let path = code(&link);
+    eventually(
+        Duration::from_secs(2),
+        "a link only the origin knows redirects",
+        || redirects(&w, &path, "https://dest.example/miss"),
+    )
+    .await;
+    // The origin answers 404: the fallback (the worker's default: no domain record was ever published).
+    w.visit(HOST, "/unknown-code", &[])
+        .await
+        .assert_redirect(DEFAULT_FALLBACK);
+
+    // A worker without ORIGIN_URL does not ask: the same link is unknown there (KV is per worker process).
+    let plain = worker(None, None, 0);
+    plain
+        .visit(HOST, &path, &[])
+        .await
+        .assert_redirect(DEFAULT_FALLBACK);
+    drop(plain);
+
+    // The record was written to KV after the response: it keeps redirecting with the origin dead, and an
+    // unknown code (the lookup now fails) still falls back instead of failing.
+    origin.kill();
+    eventually(
+        Duration::from_secs(3),
+        "the written-back record serves without the origin",
+        || redirects(&w, &path, "https://dest.example/miss"),
+    )
+    .await;
+    for _ in 0..3 {
+        w.visit(HOST, "/another-unknown", &[])
+            .await
+            .assert_redirect(DEFAULT_FALLBACK);
+    }
+}
+
+#[tokio::test]
+async fn group_settings_and_deletion_reach_the_edge() {
+    let s = stack().await;
+    let group = s.db.group(&s.account, "campaign", json!({}));
+    let key = GroupKey::from_base64url(&group.key).expect("group key");
+    let path = dynamic_path(
+        &group.id,
+        &token(&key, &Payload::new("https://dest.example/dyn")),
+    );
+    eventually(
+        Duration::from_secs(5),
+        "a new group's dynamic link redirects",
+        || redirects(&s.worker, &path, "https://dest.example/dyn"),
+    )
+    .await;
+
+    // A settings update: German visitors are now blocked.
+    s.db.admin(&[
+        "admin",
+        "group",
+        "update",
+        "--id",
+        &group.id,
+        "--settings",
+        r#"{"access":{"block_countries":["DE"],"fallback_url":"https://blocked.example/"}}"#,
+    ]);
+    let took = eventually(
+        Duration::from_secs(CACHE_TTL_SECONDS + 3),
+        "a settings update reaches the edge",
+        || async {
+            let v = s.worker.visit(HOST, &path, &[("CF-IPCountry", "DE")]).await;
+            v.status == 302 && v.header("location") == Some("https://blocked.example/")
+        },
+    )
+    .await;
+    eprintln!("settings update at the edge after {took:?}");
+    s.worker
+        .visit(HOST, &path, &[("CF-IPCountry", "FR")])
+        .await
+        .assert_redirect("https://dest.example/dyn");
+
+    // Deleting the group kills its key: its dynamic links fall back within the cache TTL.
+    s.db.admin(&["admin", "group", "delete", "--id", &group.id]);
+    let took = eventually(
+        Duration::from_secs(CACHE_TTL_SECONDS + 3),
+        "a deleted group's dynamic link falls back",
+        || redirects(&s.worker, &path, HOST_FALLBACK),
+    )
+    .await;
+    eprintln!("group deletion at the edge after {took:?}");
+}
+
+#[tokio::test]
+async fn changes_made_while_the_worker_is_down_arrive_when_it_starts() {
+    let db = Database::new();
+    let account = db.account("owner@example.com");
+    let worker_port = e2e::origin::free_port();
+    let origin = Origin::start(
+        &db,
+        OriginOptions {
+            edge_sync_url: Some(sync_url(worker_port)),
+            ..OriginOptions::default()
+        },
+    )
+    .await;
+    let api = origin.api(&account);
+    let mut links = Vec::new();
+    for i in 0..50 {
+        let long_url = format!("https://dest.example/offline/{i}");
+        let link = api.link(&long_url, None).await;
+        links.push((code(&link), long_url));
+    }
+    let health = origin.healthz().await;
+    assert!(
+        health["publisher"]["pending"].as_i64().unwrap_or(0) >= 50,
+        "the outbox holds the changes while the worker is down: {health}"
+    );
+
+    // No ORIGIN_URL: only the publisher can have put the links into KV.
+    let started = Instant::now();
+    let w = worker(Some(worker_port), None, CACHE_TTL_SECONDS);
+    all_redirect(
+        &w,
+        links,
+        Duration::from_secs(30),
+        "all 50 links redirect after the worker starts",
+    )
+    .await;
+    eprintln!(
+        "50 links at the edge {:?} after the worker was started",
+        started.elapsed()
+    );
+    eventually(Duration::from_secs(10), "publisher.pending = 0", || async {
+        origin.healthz().await["publisher"]["pending"] == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn killing_the_origin_mid_publish_loses_nothing() {
+    const ACCOUNTS: usize = 6;
+    const PER_ACCOUNT: usize = 100; // the create-link limit per key and hour
+    let db = Database::new();
+    let accounts: Vec<Account> = (0..ACCOUNTS)
+        .map(|i| db.account(&format!("owner{i}@example.com")))
+        .collect();
+    let worker_port = e2e::origin::free_port();
+    let options = OriginOptions {
+        edge_sync_url: Some(sync_url(worker_port)),
+        ..OriginOptions::default()
+    };
+    let mut origin = Origin::start(&db, options.clone()).await;
+
+    // Fill the outbox while the worker is down: 600 links, created concurrently by six API keys.
+    let mut tasks = tokio::task::JoinSet::new();
+    for (a, account) in accounts.iter().enumerate() {
+        let api = origin.api(account);
+        tasks.spawn(async move {
+            let mut made = Vec::new();
+            for i in 0..PER_ACCOUNT {
+                let long_url = format!("https://dest.example/crash/{a}/{i}");
+                let link = api.link(&long_url, None).await;
+                made.push((
+                    link["id"].as_str().unwrap_or_default().to_owned(),
+                    code(&link),
+                    long_url,
+                ));
+            }
+            made
+        });
+    }
+    let mut links: Vec<(String, String, String)> = Vec::new();
+    while let Some(made) = tasks.join_next().await {
+        links.extend(made.expect("create task"));
+    }
+    assert_eq!(links.len(), ACCOUNTS * PER_ACCOUNT);
+    // The oldest link is first in the outbox, so first at the edge.
+    let first = {
+        let listing: Value = reqwest::Client::new()
+            .get(format!(
+                "{}/api/v1/external/links?limit=1&offset=99",
+                origin.url
+            ))
+            .header("Authorization", format!("Token {}", accounts[0].api_key))
+            .send()
+            .await
+            .expect("list links")
+            .json()
+            .await
+            .expect("list JSON");
+        let id = listing["results"][0]["id"]
+            .as_str()
+            .expect("oldest link")
+            .to_owned();
+        links
+            .iter()
+            .find(|(i, _, _)| *i == id)
+            .cloned()
+            .expect("oldest link known")
+    };
+
+    // Start the worker; SIGKILL the origin as soon as the first link is at the edge, i.e. while the publisher is
+    // writing its first batch (the worker writes a batch's keys one by one).
+    let w = worker(Some(worker_port), None, CACHE_TTL_SECONDS);
+    eventually(
+        Duration::from_secs(40),
+        "the publisher starts delivering",
+        || redirects(&w, &first.1, &first.2),
+    )
+    .await;
+    origin.kill();
+    let mut at_kill = 0;
+    for (_, path, long_url) in &links {
+        at_kill += usize::from(redirects(&w, path, long_url).await);
+    }
+    eprintln!(
+        "{at_kill} of {} links at the edge when the origin was killed",
+        links.len()
+    );
+
+    // A new process on the same database takes the publisher lease over once the dead one's expires (15 s).
+    let origin = Origin::start(&db, options).await;
+    eprintln!("after restart: {}", origin.healthz().await);
+    let restarted = Instant::now();
+    all_redirect(
+        &w,
+        links.into_iter().map(|(_, path, url)| (path, url)),
+        Duration::from_secs(60),
+        "every link created before the crash redirects",
+    )
+    .await;
+    eprintln!(
+        "all links at the edge {:?} after the restart",
+        restarted.elapsed()
+    );
+    eventually(Duration::from_secs(10), "publisher.pending = 0", || async {
+        origin.healthz().await["publisher"]["pending"] == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn clicks_flow_back_into_link_stats() {
+    let s = stack().await;
+    let api = s.origin.api(&s.account);
+    let tracked = s.db.group(
+        &s.account,
+        "tracked",
+        json!({"analytics": {"enabled": true}}),
+    );
+    let link = api
+        .link("https://dest.example/tracked", Some(&tracked.id))
+        .await;
+    let untracked = api.link("https://dest.example/untracked", None).await;
+    let (path, id) = (code(&link), link["id"].as_str().expect("id").to_owned());
+    // The group's record must be at the edge first: a link answered by the origin on a KV miss before its group
+    // arrived has no group rules (hence no analytics) until then. A dynamic link of the group shows it is there.
+    let key = GroupKey::from_base64url(&tracked.key).expect("group key");
+    let dynamic = dynamic_path(
+        &tracked.id,
+        &token(&key, &Payload::new("https://dest.example/d")),
+    );
+    eventually(
+        Duration::from_secs(5),
+        "the group is at the edge",
+        || async {
+            let v = s.worker.send(Method::HEAD, HOST, &dynamic, &[]).await;
+            v.status == 302 && v.header("location") == Some("https://dest.example/d")
+        },
+    )
+    .await;
+    // Wait for the link with HEAD requests, which never count.
+    eventually(
+        Duration::from_secs(5),
+        "the link is at the edge",
+        || async {
+            let v = s.worker.send(Method::HEAD, HOST, &path, &[]).await;
+            v.status == 302 && v.header("location") == Some("https://dest.example/tracked")
+        },
+    )
+    .await;
+
+    // None of these count: link-preview bots (GET and HEAD), an HTTP library, a browser's HEAD, and a browser on
+    // a link whose group has analytics off.
+    for (method, ua) in [
+        (
+            Method::GET,
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+        ),
+        (
+            Method::HEAD,
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+        ),
+        (Method::GET, "facebookexternalhit/1.1"),
+        (Method::GET, "curl/8.5.0"),
+        (Method::HEAD, BROWSER_UA),
+    ] {
+        s.worker
+            .send(
+                method,
+                HOST,
+                &path,
+                &[("User-Agent", ua), ("CF-IPCountry", "US")],
+            )
+            .await
+            .assert_redirect("https://dest.example/tracked");
+    }
+    s.worker
+        .visit(HOST, &code(&untracked), &[])
+        .await
+        .assert_redirect("https://dest.example/untracked");
+
+    // A browser's GET counts, with its country, without delaying the redirect.
+    let started = Instant::now();
+    s.worker
+        .visit(
+            HOST,
+            &path,
+            &[
+                ("CF-IPCountry", "DE"),
+                ("Referer", "https://news.example/story"),
+            ],
+        )
+        .await
+        .assert_redirect("https://dest.example/tracked");
+    let took = eventually(
+        Duration::from_secs(5),
+        "the click shows up in stats",
+        || async { api.stats(&id).await["total"].as_i64().unwrap_or(0) >= 1 },
+    )
+    .await;
+    eprintln!(
+        "click in stats {took:?} after the redirect ({:?} after the request started)",
+        started.elapsed()
+    );
+    let stats = api.stats(&id).await;
+    assert_eq!(
+        stats["total"], 1,
+        "bots, HEADs and other links added nothing: {stats}"
+    );
+    assert_eq!(stats["by_country"], json!([{"country": "DE", "clicks": 1}]));
+    assert_eq!(stats["by_day"].as_array().map(Vec::len), Some(1));
+    let untracked_id = untracked["id"].as_str().expect("id");
+    assert_eq!(api.stats(untracked_id).await["total"], 0);
+
+    // A second visitor: the count moves by exactly one.
+    s.worker
+        .visit(HOST, &path, &[("CF-IPCountry", "FR")])
+        .await
+        .assert_redirect("https://dest.example/tracked");
+    eventually(
+        Duration::from_secs(5),
+        "the second click shows up",
+        || async { api.stats(&id).await["total"] == 2 },
+    )
+    .await;
+}
