@@ -6,6 +6,8 @@
 //! it with a deadline, and kills it on drop. KV starts empty; tests seed it through the worker's own
 //! `POST /__shortlink/sync` route. Requests name the domain in the `Host` header, as visitors' browsers do.
 //!
+//! [`origin`] runs the real origin (`origin-api serve`) next to it, for the propagation tests.
+//!
 //! Prerequisite: `scripts/install-edge-toolchain.sh`.
 
 pub mod origin;
