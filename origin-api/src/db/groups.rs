@@ -20,7 +20,7 @@ pub struct GroupRow {
 /// A fresh 32-byte group key, base64url without padding (spec 2).
 fn new_group_key() -> Result<String, StoreError> {
     let key = shared_crypto::GroupKey::generate()
-        .map_err(|e| StoreError::Config(format!("no randomness for a group key: {e}")))?;
+        .map_err(|e| StoreError::Internal(format!("no randomness for a group key: {e}")))?;
     Ok(key.to_base64url())
 }
 

@@ -62,6 +62,9 @@ pub enum StoreError {
     /// A bad configuration value.
     #[error("{0}")]
     Config(String),
+    /// An invariant of ours broke (stored data that does not parse, no randomness, …).
+    #[error("internal: {0}")]
+    Internal(String),
     /// The database cannot be reached or is overloaded right now; the request may be retried.
     #[error("database unavailable: {0}")]
     Unavailable(#[source] sqlx::Error),
@@ -192,12 +195,6 @@ impl Db {
                     .await?
             }
         }
-        Ok(())
-    }
-
-    /// A cheap round trip, for `/healthz`.
-    pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.read).await?;
         Ok(())
     }
 

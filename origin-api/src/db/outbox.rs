@@ -152,7 +152,7 @@ impl Db {
     /// the entity no longer exists (the key is to be deleted).
     pub async fn kv_record(&self, key: &str) -> Result<Option<String>, StoreError> {
         let json = |v: Result<String, serde_json::Error>| {
-            v.map_err(|e| StoreError::Config(format!("cannot serialize KV record: {e}")))
+            v.map_err(|e| StoreError::Internal(format!("cannot serialize KV record: {e}")))
         };
         if key == BLOCKLIST_KEY {
             let rows = sqlx::query("SELECT domain FROM blocked_domains ORDER BY domain")
@@ -174,7 +174,7 @@ impl Db {
             };
             let settings: String = row.try_get("settings")?;
             let settings = serde_json::from_str(&settings).map_err(|e| {
-                StoreError::Config(format!("stored group settings do not parse: {e}"))
+                StoreError::Internal(format!("stored group settings do not parse: {e}"))
             })?;
             return json(serde_json::to_string(&GroupRecord::new(
                 row.try_get::<String, _>("key")?,
@@ -206,7 +206,7 @@ impl Db {
                 None => Ok(None),
             };
         }
-        Err(StoreError::Config(format!(
+        Err(StoreError::Internal(format!(
             "not a key of the edge read model: {key}"
         )))
     }
