@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the edge toolchain if needed, builds the worker and the origin, runs the worker's host unit tests and the
-# end-to-end tests (tests/tests/*.rs: the worker in workerd, and with the origin as a process). This is the CI entry point for the edge worker.
+# end-to-end tests (tests/tests/*.rs: the worker in workerd, and with the origin as a process). This is the CI
+# entry point for the edge worker.
 #
 # Usage: scripts/edge-test.sh [extra cargo test args for the e2e crate]
 set -euo pipefail
