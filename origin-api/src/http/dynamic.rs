@@ -21,17 +21,46 @@ pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/api/v1/public/links/validate-dynamic", post(validate))
 }
 
-#[derive(Debug, Deserialize)]
-struct ValidateBody {
+/// A dynamic link to check (spec 4.6).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(crate) struct ValidateBody {
+    /// The group the link names (a string; one that is not a UUID names no group).
     group_id: String,
+    /// The token, as in `?signature=` (base64url, no padding).
     signature: String,
 }
 
-#[derive(Debug, Serialize)]
-struct Outcome {
+/// The verdict.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Outcome {
+    /// false when the token cannot be decrypted with the group's key, the payload is
+    /// invalid, the link is expired, the destination is not accepted or the group does not exist.
     success: bool,
 }
 
+/// Checks a client-built dynamic link (spec 4.6). Public: no `Authorization`. Limited per
+/// client IP (a burst of 120, then 600 a minute, by default).
+#[utoipa::path(
+    post,
+    path = "/api/v1/public/links/validate-dynamic",
+    tag = "dynamic",
+    operation_id = "validate_dynamic",
+    request_body(content = ValidateBody, content_type = "application/json"),
+    security(()),
+    responses(
+        (status = 200, description = "The verdict", body = Outcome),
+        (status = 400, description = "`invalid_json` or `validation_error`: not `{group_id: string, signature: string}`",
+            body = super::openapi::ErrorBody),
+        (status = 413, description = "`payload_too_large`: body over 8 KiB", body = super::openapi::ErrorBody),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = super::openapi::ErrorBody),
+        (status = 429, description = "`rate_limited`: too many requests from this address",
+            body = super::openapi::ErrorBody,
+            headers(("Retry-After" = i64, description = "Seconds until the next request is allowed"))),
+        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
+        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
+            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+    ),
+)]
 async fn validate(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,

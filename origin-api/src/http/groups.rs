@@ -14,12 +14,42 @@ pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/api/v1/external/groups", get(list_groups))
 }
 
-#[derive(Serialize)]
-struct Group {
+/// A link group.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Group {
+    /// Group id, used as `group_id`.
+    #[schema(format = Uuid)]
     id: String,
+    /// Name.
     name: String,
 }
 
+/// The account's groups.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct GroupList {
+    /// By name, case-insensitively (then by exact name and id).
+    results: Vec<Group>,
+}
+
+/// The account's link groups, by name (spec 4.4).
+#[utoipa::path(
+    get,
+    path = "/api/v1/external/groups",
+    tag = "groups",
+    operation_id = "list_groups",
+    security(("Token" = [])),
+    responses(
+        (status = 200, description = "The groups", body = GroupList),
+        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
+            body = super::openapi::ErrorBody,
+            headers(("WWW-Authenticate" = String, description = "`Token`"))),
+        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
+        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
+        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
+            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+    ),
+)]
 async fn list_groups(
     State(state): State<AppState>,
     Caller(caller): Caller,

@@ -24,14 +24,33 @@ pub(crate) fn router() -> Router<AppState> {
 }
 
 /// create-link request body (spec 4.1). `null` is the same as an absent field.
-#[derive(Debug, Deserialize)]
-struct CreateLinkBody {
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(crate) struct CreateLinkBody {
+    /// Destination: `https://` (checked literally), at most 2048 characters, no whitespace
+    /// or control characters, a valid host, not on the blocked domain list.
+    #[schema(
+        max_length = 2048,
+        pattern = "^https://",
+        example = "https://www.rust-lang.org/"
+    )]
     long_url: String,
+    /// Custom alias, stored lowercase; generated (7 of `[a-z0-9]`) when absent.
     #[serde(default)]
+    #[schema(
+        min_length = 3,
+        max_length = 50,
+        pattern = "^[A-Za-z0-9_-]{3,50}$",
+        example = "rust"
+    )]
     short_code: Option<String>,
+    /// One of the account's groups; absent, unknown or another account's: the default group.
     #[serde(default)]
+    #[schema(format = Uuid)]
     group_id: Option<String>,
+    /// An enabled platform domain or one of the account's active custom domains; otherwise
+    /// the oldest enabled platform domain.
     #[serde(default)]
+    #[schema(format = Uuid)]
     domain_id: Option<String>,
 }
 
@@ -47,6 +66,43 @@ fn parse_uuid(field: &str, value: Option<String>) -> Result<Option<String>, ApiE
         .transpose()
 }
 
+/// Creates a persistent short link (spec 4.1). At most 100 successful creations per
+/// rolling hour per API key.
+#[utoipa::path(
+    post,
+    path = "/api/v1/external/links/create-link",
+    tag = "links",
+    operation_id = "create_link",
+    request_body(content = CreateLinkBody, content_type = "application/json"),
+    security(("Token" = [])),
+    responses(
+        (status = 201, description = "The link", body = super::openapi::CreatedLink,
+            headers(
+                ("X-RateLimit-Limit" = i64, description = "Creations allowed per rolling hour (100)"),
+                ("X-RateLimit-Remaining" = i64, description = "Creations left now"),
+                ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted creation leaves the window"),
+            )),
+        (status = 400, description = "`validation_error`, `invalid_json`, `short_code_exists` or `platform_domain_unavailable`",
+            body = super::openapi::ErrorBody),
+        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
+            body = super::openapi::ErrorBody,
+            headers(("WWW-Authenticate" = String, description = "`Token`"))),
+        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
+        (status = 413, description = "`payload_too_large`: body over 16 KiB", body = super::openapi::ErrorBody),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = super::openapi::ErrorBody),
+        (status = 429, description = "`rate_limited`: 100 creations in the last hour with this key",
+            body = super::openapi::ErrorBody,
+            headers(
+                ("X-RateLimit-Limit" = i64, description = "Creations allowed per rolling hour (100)"),
+                ("X-RateLimit-Remaining" = i64, description = "0"),
+                ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted creation leaves the window"),
+                ("Retry-After" = i64, description = "Seconds until one more creation is allowed"),
+            )),
+        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
+        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
+            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+    ),
+)]
 async fn create_link(
     State(state): State<AppState>,
     Caller(caller): Caller,
@@ -82,14 +138,43 @@ async fn create_link(
     Ok(response)
 }
 
-#[derive(Serialize)]
-struct LinkList {
+/// One page of the account's links, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct LinkList {
+    /// Offset applied.
     offset: u64,
+    /// Limit applied.
     limit: u32,
+    /// Links matching the filter, ignoring pagination.
     total: i64,
+    /// The page.
+    #[schema(value_type = Vec<super::openapi::ListedLink>)]
     results: Vec<ListedLink>,
 }
 
+/// The account's links, newest first (`created_at`, then `id`), with an optional
+/// destination filter (spec 4.2). Unknown parameters are ignored; a known one given twice
+/// is refused with its `invalid_*` code.
+#[utoipa::path(
+    get,
+    path = "/api/v1/external/links",
+    tag = "links",
+    operation_id = "list_links",
+    params(super::openapi::ListParams),
+    security(("Token" = [])),
+    responses(
+        (status = 200, description = "One page of links", body = LinkList),
+        (status = 400, description = "`invalid_limit`, `invalid_offset`, `invalid_match` or `invalid_long_url`",
+            body = super::openapi::ErrorBody),
+        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
+            body = super::openapi::ErrorBody,
+            headers(("WWW-Authenticate" = String, description = "`Token`"))),
+        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
+        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
+        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
+            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+    ),
+)]
 async fn list_links(
     State(state): State<AppState>,
     Caller(caller): Caller,
@@ -118,6 +203,25 @@ pub(crate) struct Results<T> {
     pub(crate) results: Vec<T>,
 }
 
+/// The domains usable as `domain_id`: the platform domains and the account's active custom
+/// domains, by hostname (spec 4.3).
+#[utoipa::path(
+    get,
+    path = "/api/v1/external/links/enabled-domains",
+    tag = "links",
+    operation_id = "enabled_domains",
+    security(("Token" = [])),
+    responses(
+        (status = 200, description = "The enabled domains", body = super::openapi::DomainList),
+        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
+            body = super::openapi::ErrorBody,
+            headers(("WWW-Authenticate" = String, description = "`Token`"))),
+        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
+        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
+        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
+            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+    ),
+)]
 async fn enabled_domains(
     State(state): State<AppState>,
     Caller(caller): Caller,

@@ -7,6 +7,7 @@ mod extract;
 mod groups;
 mod internal;
 mod links;
+pub mod openapi;
 mod stats;
 
 pub use client_ip::{ClientIpSource, IpRateLimiter};
@@ -48,6 +49,7 @@ pub fn app(state: AppState) -> Router {
         .merge(dynamic::router())
         .merge(stats::router())
         .merge(internal::router())
+        .merge(openapi::router())
         .route("/healthz", get(healthz))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
@@ -76,6 +78,16 @@ async fn timeout(
 }
 
 /// Liveness plus the publisher's lag (outbox rows not yet at the edge).
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    operation_id = "healthz",
+    responses(
+        (status = 200, description = "The database answers", body = openapi::Health),
+        (status = 503, description = "The database does not answer", body = openapi::Unhealthy),
+    ),
+)]
 async fn healthz(State(state): State<AppState>) -> Response {
     use std::sync::atomic::Ordering::Relaxed;
     match state.db.outbox_lag().await {
