@@ -40,7 +40,7 @@ impl Db {
 }
 
 /// `a.b.example.com` → [`a.b.example.com`, `b.example.com`, `example.com`, `com`].
-fn parent_domains(host: &str) -> Vec<&str> {
+pub(super) fn parent_domains(host: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = host;
     while !rest.is_empty() {

@@ -1,4 +1,4 @@
-use super::{Db, Engine, StoreError, new_id, outbox};
+use super::{Db, Engine, StoreError, blocklist, new_id, outbox};
 use crate::domain::{LongUrl, MatchMode, Micros, ShortCode, prefix_upper_bound};
 use sqlx::{Any, Row, Transaction};
 
@@ -133,20 +133,39 @@ impl Db {
     /// active custom domain), else the oldest enabled platform domain (spec 4.1). One
     /// statement: every statement costs two thread hand-offs in sqlx's SQLite driver.
     async fn resolve_target(&self, req: &CreateLink) -> Result<Target, StoreError> {
-        let row = sqlx::query(
+        // The destination's host and its parents, checked against the blocklist in the same
+        // statement: $4, $5, …
+        let parents = blocklist::parent_domains(req.long_url.host());
+        let probes: Vec<String> = (4..4 + parents.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
             "SELECT d.id, d.host, COALESCE( \
                  (SELECT g.id FROM groups g WHERE g.id = $1 AND g.account_id = $3), \
-                 (SELECT a.default_group_id FROM accounts a WHERE a.id = $3)) AS group_id \
+                 (SELECT a.default_group_id FROM accounts a WHERE a.id = $3)) AS group_id, \
+                 (SELECT COUNT(*) FROM blocked_domains WHERE domain IN ({})) AS blocked \
              FROM domains d \
              WHERE d.enabled = 1 AND (d.is_platform = 1 OR (d.id = $2 AND d.account_id = $3)) \
              ORDER BY CASE WHEN d.id = $2 THEN 0 ELSE 1 END, d.created_at, d.id LIMIT 1",
-        )
-        .bind(req.group_id.as_deref())
-        .bind(req.domain_id.as_deref())
-        .bind(&req.account_id)
-        .fetch_optional(&self.read)
-        .await?
-        .ok_or(StoreError::PlatformDomainUnavailable)?;
+            probes.join(", ")
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(req.group_id.as_deref())
+            .bind(req.domain_id.as_deref())
+            .bind(&req.account_id);
+        for parent in parents {
+            query = query.bind(parent);
+        }
+        let row = query.fetch_optional(&self.read).await?;
+        // Without a usable domain there is no row; a blocked destination is checked first all
+        // the same when there is one, so that error does not depend on the domains.
+        let Some(row) = row else {
+            if self.is_host_blocked(req.long_url.host()).await? {
+                return Err(StoreError::BlockedDestination);
+            }
+            return Err(StoreError::PlatformDomainUnavailable);
+        };
+        if row.try_get::<i64, _>("blocked")? > 0 {
+            return Err(StoreError::BlockedDestination);
+        }
         Ok(Target {
             group_id: row.try_get("group_id")?,
             domain_id: row.try_get("id")?,

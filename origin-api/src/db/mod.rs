@@ -77,6 +77,9 @@ pub enum StoreError {
     /// The requested short code is taken on the target domain.
     #[error("short code exists")]
     ShortCodeExists,
+    /// The destination's host (or a parent domain) is on the blocklist.
+    #[error("destination domain is blocked")]
+    BlockedDestination,
     /// No platform domain is enabled.
     #[error("no platform domain is available")]
     PlatformDomainUnavailable,

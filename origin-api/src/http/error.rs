@@ -149,6 +149,9 @@ impl From<StoreError> for ApiError {
             StoreError::RateLimited(state) => Self::RateLimited(state),
             StoreError::ShortCodeExists => Self::ShortCodeExists,
             StoreError::PlatformDomainUnavailable => Self::PlatformDomainUnavailable,
+            StoreError::BlockedDestination => {
+                Self::Validation("long_url points to a blocked domain".to_owned())
+            }
             // The key was revoked between authentication and the write.
             StoreError::NotFound("api key") => Self::Unauthenticated("invalid API key"),
             StoreError::Unavailable(cause) => {

@@ -117,11 +117,6 @@ async fn create_link(
         .map_err(|e| ApiError::Validation(e.0))?;
     let group_id = parse_uuid("group_id", body.group_id)?;
     let domain_id = parse_uuid("domain_id", body.domain_id)?;
-    if state.db.is_host_blocked(long_url.host()).await? {
-        return Err(ApiError::Validation(
-            "long_url points to a blocked domain".to_owned(),
-        ));
-    }
     let req = CreateLink {
         key_id: caller.key_id,
         account_id: caller.account_id,
