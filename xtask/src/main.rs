@@ -149,6 +149,27 @@ fn ensure_python_deps() -> Result {
     Ok(())
 }
 
+/// schemathesis for the schema-driven fuzzing run, at the pinned version.
+fn ensure_schemathesis() -> Result {
+    let importable = Command::new("python3")
+        .args(["-c", "import schemathesis"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !importable {
+        run(Command::new("python3").args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "-r",
+            "scripts/requirements-schemathesis.txt",
+        ]))?;
+    }
+    Ok(())
+}
+
 fn test() -> Result {
     ensure_postgres()?;
     ensure_wasm_target()?;
@@ -185,6 +206,9 @@ fn test() -> Result {
     run(Command::new("bash")
         .arg("snippets/check.sh")
         .env("SHORTLINK_BIN", shortlink))?;
+    // Requests generated from the OpenAPI document against a real origin.
+    ensure_schemathesis()?;
+    run(Command::new("bash").arg("scripts/schemathesis.sh"))?;
     if root().join("scripts/edge-test.sh").exists() {
         run(Command::new("bash").arg("scripts/edge-test.sh"))?;
     }
