@@ -80,7 +80,7 @@ done
 #   ignored_auth               - validate-dynamic, healthz and the document are public by design.
 # The isolation tests (origin-api/tests/isolation.rs) cover cross-account access.
 args=(
-    --config-file scripts/schemathesis.toml
+    --config-file "$PWD/scripts/schemathesis.toml"
     run "$BASE/api/v1/openapi.json"
     --header "Authorization: Token $KEY"
     --checks all
@@ -97,7 +97,8 @@ args=(
 [[ -n "$SEED" ]] && args+=(--seed "$SEED")
 
 status=0
-schemathesis "${args[@]}" || status=$?
+# From the temp dir: schemathesis keeps a crash cache (.schemathesis/) in its working directory.
+(cd "$WORK" && schemathesis "${args[@]}") || status=$?
 # Evidence that the success paths ran, not only the refusals.
 curl -fsS "$BASE/api/v1/external/links?limit=1" -H "Authorization: Token $KEY" |
     python3 -c 'import json,sys; print("schemathesis.sh: links created during the run:", json.load(sys.stdin)["total"])'
