@@ -204,43 +204,28 @@ impl Db {
         // The link, the account's counter and the outbox row commit together. SQLite runs the
         // three statements in one call (one hand-off to its connection thread instead of three);
         // PostgreSQL's extended protocol takes one statement per call.
-        let inserted = match self.engine {
-            Engine::Sqlite => {
-                sqlx::query(
-                    "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, \
-                     created_at, created_by_key) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8); \
-                     UPDATE accounts SET link_count = link_count + 1 WHERE id = $2; \
-                     INSERT INTO outbox (kv_key, created_at) VALUES ($9, $7)",
-                )
-                .bind(&id)
-                .bind(&req.account_id)
-                .bind(&target.group_id)
-                .bind(&target.domain_id)
-                .bind(code.as_str())
-                .bind(req.long_url.as_str())
-                .bind(now)
-                .bind(&req.key_id)
-                .bind(&link_key)
-                .execute(&mut *tx)
-                .await
-            }
-            Engine::Postgres => {
-                sqlx::query(
-                    "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, \
-                     created_at, created_by_key) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)",
-                )
-                .bind(&id)
-                .bind(&req.account_id)
-                .bind(&target.group_id)
-                .bind(&target.domain_id)
-                .bind(code.as_str())
-                .bind(req.long_url.as_str())
-                .bind(now)
-                .bind(&req.key_id)
-                .execute(&mut *tx)
-                .await
-            }
+        const INSERT_LINK: &str = "INSERT INTO links (id, account_id, group_id, domain_id, short_code, \
+             long_url, is_active, created_at, created_by_key) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)";
+        let sql = match self.engine {
+            Engine::Sqlite => format!(
+                "{INSERT_LINK}; UPDATE accounts SET link_count = link_count + 1 WHERE id = $2; \
+                 INSERT INTO outbox (kv_key, created_at) VALUES ($9, $7)"
+            ),
+            Engine::Postgres => INSERT_LINK.to_owned(),
         };
+        let mut insert = sqlx::query(&sql)
+            .bind(&id)
+            .bind(&req.account_id)
+            .bind(&target.group_id)
+            .bind(&target.domain_id)
+            .bind(code.as_str())
+            .bind(req.long_url.as_str())
+            .bind(now)
+            .bind(&req.key_id);
+        if self.engine == Engine::Sqlite {
+            insert = insert.bind(&link_key);
+        }
+        let inserted = insert.execute(&mut *tx).await;
         match inserted {
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
                 return Ok(Err(Retry::CodeTaken));
