@@ -188,10 +188,11 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
         assert!(Instant::now() < deadline, "the outbox did not drain");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let r = rec.lock().unwrap();
-    assert_eq!(r.refused, 2);
-    assert!(r.bad_requests.is_empty(), "{:?}", r.bad_requests);
-    drop(r);
+    {
+        let r = rec.lock().unwrap();
+        assert_eq!(r.refused, 2);
+        assert!(r.bad_requests.is_empty(), "{:?}", r.bad_requests);
+    }
     app.stop().await;
 }
 
