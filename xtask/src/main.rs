@@ -197,8 +197,9 @@ fn test() -> Result {
     ]))?;
     // Unit and integration tests on SQLite and PostgreSQL; property tests with a bounded budget.
     let cases = std::env::var("PROPTEST_CASES").unwrap_or_else(|_| "2000".to_owned());
+    // (The e2e crate runs last, in workerd, through scripts/edge-test.sh.)
     run(cargo()
-        .args(["test", "--workspace"])
+        .args(["test", "--workspace", "--exclude", "e2e"])
         .env("PROPTEST_CASES", cases))?;
     // The README's JavaScript and Python snippets make tokens the Rust side accepts.
     run(cargo().args(["build", "-p", "shortlink"]))?;
