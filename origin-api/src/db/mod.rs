@@ -95,11 +95,24 @@ impl From<sqlx::Error> for StoreError {
                 Self::Unavailable(e)
             }
             // SQLite busy beyond busy_timeout, or PostgreSQL shutting down / too many clients.
+            // SQLite: BUSY and LOCKED with their extended codes (BUSY_RECOVERY, BUSY_SNAPSHOT,
+            // BUSY_TIMEOUT, LOCKED_SHAREDCACHE). PostgreSQL: shutting down, starting up, too many
+            // connections, and class 08 (connection exceptions).
             sqlx::Error::Database(ref d)
                 if matches!(
                     d.code().as_deref(),
-                    Some("5" | "6" | "57P01" | "57P03" | "53300")
-                ) =>
+                    Some(
+                        "5" | "261"
+                            | "517"
+                            | "773"
+                            | "6"
+                            | "262"
+                            | "57P01"
+                            | "57P02"
+                            | "57P03"
+                            | "53300"
+                    )
+                ) || d.code().is_some_and(|c| c.starts_with("08")) =>
             {
                 Self::Unavailable(e)
             }
