@@ -56,9 +56,7 @@ pub(crate) struct Outcome {
         (status = 429, description = "`rate_limited`: too many requests from this address",
             body = super::openapi::ErrorBody,
             headers(("Retry-After" = i64, description = "Seconds until the next request is allowed"))),
-        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
-        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
-            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+        super::openapi::ServerErrors,
     ),
 )]
 async fn validate(

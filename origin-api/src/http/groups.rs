@@ -41,13 +41,8 @@ pub(crate) struct GroupList {
     security(("Token" = [])),
     responses(
         (status = 200, description = "The groups", body = GroupList),
-        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
-            body = super::openapi::ErrorBody,
-            headers(("WWW-Authenticate" = String, description = "`Token`"))),
-        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
-        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
-        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
-            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+        super::openapi::AuthErrors,
+        super::openapi::ServerErrors,
     ),
 )]
 async fn list_groups(

@@ -84,10 +84,7 @@ fn parse_uuid(field: &str, value: Option<String>) -> Result<Option<String>, ApiE
             )),
         (status = 400, description = "`validation_error`, `invalid_json`, `short_code_exists` or `platform_domain_unavailable`",
             body = super::openapi::ErrorBody),
-        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
-            body = super::openapi::ErrorBody,
-            headers(("WWW-Authenticate" = String, description = "`Token`"))),
-        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
+        super::openapi::AuthErrors,
         (status = 413, description = "`payload_too_large`: body over 16 KiB", body = super::openapi::ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = super::openapi::ErrorBody),
         (status = 429, description = "`rate_limited`: 100 creations in the last hour with this key",
@@ -98,9 +95,7 @@ fn parse_uuid(field: &str, value: Option<String>) -> Result<Option<String>, ApiE
                 ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted creation leaves the window"),
                 ("Retry-After" = i64, description = "Seconds until one more creation is allowed"),
             )),
-        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
-        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
-            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+        super::openapi::ServerErrors,
     ),
 )]
 async fn create_link(
@@ -161,13 +156,8 @@ pub(crate) struct LinkList {
         (status = 200, description = "One page of links", body = LinkList),
         (status = 400, description = "`invalid_limit`, `invalid_offset`, `invalid_match` or `invalid_long_url`",
             body = super::openapi::ErrorBody),
-        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
-            body = super::openapi::ErrorBody,
-            headers(("WWW-Authenticate" = String, description = "`Token`"))),
-        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
-        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
-        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
-            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+        super::openapi::AuthErrors,
+        super::openapi::ServerErrors,
     ),
 )]
 async fn list_links(
@@ -208,13 +198,8 @@ pub(crate) struct Results<T> {
     security(("Token" = [])),
     responses(
         (status = 200, description = "The enabled domains", body = super::openapi::DomainList),
-        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
-            body = super::openapi::ErrorBody,
-            headers(("WWW-Authenticate" = String, description = "`Token`"))),
-        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
-        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
-        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
-            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+        super::openapi::AuthErrors,
+        super::openapi::ServerErrors,
     ),
 )]
 async fn enabled_domains(

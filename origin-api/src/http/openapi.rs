@@ -110,6 +110,30 @@ pub(crate) struct ErrorBody {
     error_code: ErrorCode,
 }
 
+/// The failures of every endpoint that needs an API key (spec 5).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum AuthErrors {
+    /// `not_authenticated`: missing, malformed, unknown or revoked key, or another scheme
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Token`")))]
+    Unauthenticated(ErrorBody),
+    /// `permission_denied`: the account has no API access
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+}
+
+/// The failures any endpoint may have.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum ServerErrors {
+    /// `internal_error`: a bug
+    #[response(status = 500)]
+    Internal(ErrorBody),
+    /// `service_unavailable`: database unreachable or request over 10 s
+    #[response(status = 503, headers(("Retry-After" = i64, description = "1")))]
+    Unavailable(ErrorBody),
+}
+
 /// The stable error codes (see the README's error table).
 #[derive(ToSchema)]
 #[schema(rename_all = "snake_case")]

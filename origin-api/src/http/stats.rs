@@ -25,13 +25,8 @@ pub(crate) fn router() -> Router<AppState> {
     responses(
         (status = 200, description = "The link's clicks", body = super::openapi::LinkStats),
         (status = 404, description = "`not_found`: not one of the account's links", body = super::openapi::ErrorBody),
-        (status = 401, description = "`not_authenticated`: missing, malformed, unknown or revoked key, or another scheme",
-            body = super::openapi::ErrorBody,
-            headers(("WWW-Authenticate" = String, description = "`Token`"))),
-        (status = 403, description = "`permission_denied`: the account has no API access", body = super::openapi::ErrorBody),
-        (status = 500, description = "`internal_error`: a bug", body = super::openapi::ErrorBody),
-        (status = 503, description = "`service_unavailable`: database unreachable or request over 10 s",
-            body = super::openapi::ErrorBody, headers(("Retry-After" = i64, description = "1"))),
+        super::openapi::AuthErrors,
+        super::openapi::ServerErrors,
     ),
 )]
 async fn stats(
