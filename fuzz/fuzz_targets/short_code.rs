@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use origin_api::domain::ShortCode;
+use kv_model::ShortCode;
 
 fuzz_target!(|raw: &str| {
     let valid = (3..=50).contains(&raw.len())

@@ -34,6 +34,13 @@ use core::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+mod short_code;
+
+pub use short_code::{
+    GENERATED_ALPHABET, GENERATED_LEN, SHORT_CODE_MAX_LEN, SHORT_CODE_MIN_LEN, ShortCode,
+    ShortCodeError, is_short_code_byte,
+};
+
 /// The KV key of the blocked destination domain list.
 pub const BLOCKLIST_KEY: &str = "blocklist";
 

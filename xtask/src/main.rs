@@ -207,6 +207,11 @@ fn test() -> Result {
     run(Command::new("bash")
         .arg("snippets/check.sh")
         .env("SHORTLINK_BIN", shortlink))?;
+    // A short coverage-guided smoke of each parser fuzz target (longer runs: BENCHMARKS.md).
+    let fuzz_seconds = std::env::var("FUZZ_SECONDS").unwrap_or_else(|_| "10".to_owned());
+    run(Command::new("bash")
+        .arg("scripts/fuzz.sh")
+        .env("FUZZ_SECONDS", fuzz_seconds))?;
     // Requests generated from the OpenAPI document against a real origin.
     ensure_schemathesis()?;
     run(Command::new("bash").arg("scripts/schemathesis.sh"))?;

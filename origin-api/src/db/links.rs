@@ -1,5 +1,7 @@
 use super::{Db, Engine, StoreError, blocklist, new_id, outbox};
-use crate::domain::{LongUrl, MatchMode, Micros, ShortCode, prefix_upper_bound};
+use crate::domain::{
+    LongUrl, MatchMode, Micros, ShortCode, generate_short_code, prefix_upper_bound,
+};
 use sqlx::{Any, Row, Transaction};
 
 /// Successful creations allowed per key in any rolling window (spec 8).
@@ -113,7 +115,7 @@ impl Db {
     ) -> Result<(CreatedLink, RateLimitState), StoreError> {
         for _ in 0..GENERATE_ATTEMPTS {
             let target = self.resolve_target(req).await?;
-            let code = req.short_code.clone().unwrap_or_else(ShortCode::generate);
+            let code = req.short_code.clone().unwrap_or_else(generate_short_code);
             match self.try_create_link(req, &target, &code).await? {
                 Ok(created) => return Ok(created),
                 // A requested code is the client's to change; a generated one we redraw.

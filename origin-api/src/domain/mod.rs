@@ -14,7 +14,7 @@ pub use host::Hostname;
 pub use list_query::{ListQuery, ListQueryError, MatchMode, prefix_upper_bound};
 pub use long_url::LongUrl;
 pub use settings::GroupSettings;
-pub use short_code::ShortCode;
+pub use short_code::{ShortCode, generate as generate_short_code};
 pub use timestamp::Micros;
 
 /// Why a value was refused; the message is safe to show to the API client.

@@ -109,7 +109,7 @@ async fn create_link(
         .as_deref()
         .map(ShortCode::parse)
         .transpose()
-        .map_err(|e| ApiError::Validation(e.0))?;
+        .map_err(|e| ApiError::Validation(e.to_string()))?;
     let group_id = parse_uuid("group_id", body.group_id)?;
     let domain_id = parse_uuid("domain_id", body.domain_id)?;
     let req = CreateLink {
