@@ -3,13 +3,40 @@
 //! A Workers isolate serves many requests, one at a time per event-loop turn, so the shell keeps one
 //! [`TtlCache`] in a `thread_local!`. Absence is cached too (a `None` value): unknown codes are as hot as known
 //! ones when someone scans. The clock is a parameter, so expiry is tested here with plain numbers.
+//!
+//! Refresh-ahead: in the last fifth of an entry's life, one lookup (and then one a second at most) is told to
+//! reload it in the background while every lookup keeps getting the fresh value. A hot key is therefore reloaded
+//! before it expires, and never makes every request in flight at the moment of expiry read KV at once; the value
+//! served is never older than the TTL.
 
 use std::collections::HashMap;
+
+/// What a lookup found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lookup<V> {
+    /// A fresh value.
+    Hit(V),
+    /// A fresh value close to expiry: this caller should reload the key without waiting for it.
+    Refresh(V),
+    /// Absent or expired: the caller must load it.
+    Miss,
+}
+
+/// How long after offering a refresh the cache offers it again, in case the first reload failed or was lost.
+pub const REFRESH_RETRY_MS: u64 = 1_000;
+
+#[derive(Debug)]
+struct Entry<V> {
+    expires: u64,
+    /// From when a lookup is offered [`Lookup::Refresh`].
+    refresh_at: u64,
+    value: V,
+}
 
 /// A map from KV key to value with one time-to-live for all entries and a size bound.
 #[derive(Debug)]
 pub struct TtlCache<V> {
-    entries: HashMap<String, (u64, V)>,
+    entries: HashMap<String, Entry<V>>,
     ttl_ms: u64,
     capacity: usize,
 }
@@ -32,8 +59,24 @@ impl<V: Clone> TtlCache<V> {
     /// The value for `key` if it was inserted less than the TTL ago.
     pub fn get(&self, key: &str, now_ms: u64) -> Option<V> {
         match self.entries.get(key) {
-            Some((expires, value)) if now_ms < *expires => Some(value.clone()),
+            Some(entry) if now_ms < entry.expires => Some(entry.value.clone()),
             _ => None,
+        }
+    }
+
+    /// Like [`get`](Self::get), but hands out the reload of a value near expiry: to one caller, then to another
+    /// only after [`REFRESH_RETRY_MS`] if the value was not replaced meanwhile.
+    pub fn lookup(&mut self, key: &str, now_ms: u64) -> Lookup<V> {
+        match self.entries.get_mut(key) {
+            Some(entry) if now_ms < entry.expires => {
+                if now_ms < entry.refresh_at {
+                    Lookup::Hit(entry.value.clone())
+                } else {
+                    entry.refresh_at = now_ms.saturating_add(REFRESH_RETRY_MS);
+                    Lookup::Refresh(entry.value.clone())
+                }
+            }
+            _ => Lookup::Miss,
         }
     }
 
@@ -43,14 +86,22 @@ impl<V: Clone> TtlCache<V> {
             return;
         }
         if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
-            self.entries.retain(|_, (expires, _)| now_ms < *expires);
+            self.entries.retain(|_, entry| now_ms < entry.expires);
             if self.entries.len() >= self.capacity {
                 // Everything is fresh: a scan over many keys. Start over rather than track recency on every hit.
                 self.entries.clear();
             }
         }
-        self.entries
-            .insert(key, (now_ms.saturating_add(self.ttl_ms), value));
+        let expires = now_ms.saturating_add(self.ttl_ms);
+        let refresh_at = expires - self.ttl_ms / 5;
+        self.entries.insert(
+            key,
+            Entry {
+                expires,
+                refresh_at,
+                value,
+            },
+        );
     }
 
     /// Forgets `key` (the sync route calls this for every key it writes or deletes).
@@ -82,6 +133,35 @@ mod tests {
         assert_eq!(cache.get("k", 11_000), None);
         cache.insert("gone".into(), None::<i32>, 1_000);
         assert_eq!(cache.get("gone", 2_000), Some(None), "absence is cached");
+    }
+
+    #[test]
+    fn refresh_is_offered_once_near_expiry() {
+        let mut cache = TtlCache::new(10_000, 10);
+        cache.insert("k".into(), 1, 0);
+        assert_eq!(cache.lookup("k", 0), Lookup::Hit(1));
+        assert_eq!(cache.lookup("k", 7_999), Lookup::Hit(1));
+        // The last fifth: one caller reloads, the others keep hitting.
+        assert_eq!(cache.lookup("k", 8_000), Lookup::Refresh(1));
+        assert_eq!(cache.lookup("k", 8_001), Lookup::Hit(1));
+        assert_eq!(cache.lookup("k", 8_999), Lookup::Hit(1));
+        // The reload did not arrive within a second: offered again.
+        assert_eq!(cache.lookup("k", 9_000), Lookup::Refresh(1));
+        assert_eq!(cache.lookup("k", 9_999), Lookup::Hit(1));
+        // Never older than the TTL.
+        assert_eq!(cache.lookup("k", 10_000), Lookup::Miss);
+        assert_eq!(cache.lookup("absent", 0), Lookup::Miss);
+    }
+
+    #[test]
+    fn a_reload_starts_a_new_life() {
+        let mut cache = TtlCache::new(10_000, 10);
+        cache.insert("k".into(), 1, 0);
+        assert_eq!(cache.lookup("k", 8_000), Lookup::Refresh(1));
+        cache.insert("k".into(), 2, 8_050);
+        assert_eq!(cache.lookup("k", 12_000), Lookup::Hit(2));
+        assert_eq!(cache.lookup("k", 16_050), Lookup::Refresh(2));
+        assert_eq!(cache.lookup("k", 18_050), Lookup::Miss);
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! The Workers entry point (wasm32 only): reads the request and KV, calls the plain decision code, and copies
 //! the resulting [`Reply`] into a `Response`. Nothing here decides where a visitor goes.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use std::time::Duration;
 
-use futures_util::future::{Either, join, select};
+use futures_util::FutureExt;
+use futures_util::future::{Either, LocalBoxFuture, Shared, join, select};
 use kv_model::{
     BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord,
 };
@@ -19,7 +21,7 @@ use worker::{
 };
 
 use crate::analytics::{self, ClickBuffer, ClickEvent};
-use crate::cache::TtlCache;
+use crate::cache::{self, TtlCache};
 use crate::config;
 use crate::decision::{self, Decision, Group, Outcome};
 use crate::origin::{self, Delivery, Lookup, Origin};
@@ -36,6 +38,29 @@ enum Cached {
     Domain(Option<Rc<DomainRecord>>),
     Blocklist(Rc<DomainBlocklist>),
 }
+
+/// What one load of a KV key produced, shared by every request that waited for it.
+#[derive(Clone)]
+struct Loaded {
+    /// The entry now in the isolate cache; `None` when KV could not be read (nothing is cached then, and the
+    /// callers fall back).
+    entry: Option<Cached>,
+    /// A link KV did not have but the origin did: the request that started the load writes it back to KV.
+    write_back: Option<Rc<LinkRecord>>,
+}
+
+impl Loaded {
+    fn entry(entry: Cached) -> Self {
+        Loaded {
+            entry: Some(entry),
+            write_back: None,
+        }
+    }
+}
+
+/// A load under way, awaited by every request that needs its key. Any awaiter drives it, so a request that goes
+/// away does not strand the others.
+type Flight = Shared<LocalBoxFuture<'static, Loaded>>;
 
 /// Settings read from the environment once per isolate: `[vars]` cannot change without a new deployment, which
 /// starts new isolates, and every read is a call out of wasm.
@@ -55,6 +80,80 @@ thread_local! {
     static CONFIG: OnceCell<Rc<IsolateConfig>> = const { OnceCell::new() };
     /// Click events not yet reported to the origin (see [`analytics`]).
     static CLICKS: RefCell<ClickBuffer> = RefCell::new(ClickBuffer::new());
+    /// Loads under way by KV key, each with its number. Requests for a key being loaded wait for that load
+    /// instead of starting their own: an expired hot key, or a new link hit by a crowd before KV has it, costs
+    /// one KV read (and one origin lookup) per isolate rather than one per request in flight.
+    static FLIGHTS: RefCell<HashMap<String, (u64, Flight)>> = RefCell::new(HashMap::new());
+    static FLIGHT_NUMBER: Cell<u64> = const { Cell::new(0) };
+    /// Bumped by the sync route: a load that read KV before a write must not cache what it read.
+    static EPOCH: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How long a request waits for another request's load of a key before it loads the key itself: longer than
+/// a load normally takes (a KV read, then at most an origin lookup of [`origin::LOOKUP_TIMEOUT_MS`]).
+const JOIN_TIMEOUT_MS: u64 = origin::LOOKUP_TIMEOUT_MS + 500;
+
+/// The load of `key` under way, if any.
+fn running(key: &str) -> Option<Flight> {
+    FLIGHTS.with(|f| f.borrow().get(key).map(|(_, flight)| flight.clone()))
+}
+
+/// Starts `load` as the load of `key` that later requests join (replacing one that is stuck). The load puts its
+/// entry into the isolate cache (unless the sync route wrote meanwhile) and leaves [`FLIGHTS`] when done.
+fn start_flight(key: &str, load: LocalBoxFuture<'static, Loaded>) -> Flight {
+    let number = FLIGHT_NUMBER.with(|n| {
+        n.set(n.get() + 1);
+        n.get()
+    });
+    let epoch = EPOCH.with(Cell::get);
+    let owned = key.to_owned();
+    let flight = async move {
+        let loaded = load.await;
+        if let Some(entry) = &loaded.entry
+            && EPOCH.with(Cell::get) == epoch
+        {
+            let now_ms = js_sys::Date::now() as u64;
+            CACHE.with(|c| c.borrow_mut().insert(owned.clone(), entry.clone(), now_ms));
+        }
+        FLIGHTS.with(|f| {
+            let mut flights = f.borrow_mut();
+            // A newer load of the key (after a sync) stays.
+            if flights.get(&owned).is_some_and(|(n, _)| *n == number) {
+                flights.remove(&owned);
+            }
+        });
+        loaded
+    }
+    .boxed_local()
+    .shared();
+    FLIGHTS.with(|f| {
+        f.borrow_mut()
+            .insert(key.to_owned(), (number, flight.clone()))
+    });
+    flight
+}
+
+/// KV's text for `key` (`Some(None)`: absent); `None` when KV could not be read.
+async fn kv_get(kv: Option<KvStore>, key: &str) -> Option<Option<String>> {
+    kv?.get(key)
+        .cache_ttl(config::KV_CACHE_TTL_SECONDS)
+        .text()
+        .await
+        .ok()
+}
+
+/// Writes a link the origin supplied back to KV, provisionally: it expires unless the publisher's own write
+/// replaces it (origin.rs explains why).
+async fn write_back(kv: Option<KvStore>, key: String, record: Rc<LinkRecord>) {
+    let (Some(kv), Ok(text)) = (kv, serde_json::to_string(&*record)) else {
+        return;
+    };
+    if let Ok(put) = kv.put(&key, text) {
+        let _ = put
+            .expiration_ttl(origin::FALLBACK_RECORD_TTL_SECONDS)
+            .execute()
+            .await;
+    }
 }
 
 /// The isolate's configuration, read from `env` on its first request.
@@ -173,100 +272,103 @@ impl Visit<'_> {
             .as_ref()
     }
 
-    /// A KV record through the isolate cache. KV errors and unusable values read as absent; errors are not cached.
-    async fn record<T, F>(&self, key: String, wrap: F, unwrap: fn(Cached) -> Option<T>) -> T
-    where
-        F: FnOnce(Option<String>) -> (T, Cached),
-        T: Default,
-    {
-        if let Some(hit) = self.cached(&key, unwrap) {
-            return hit;
-        }
-        match self.kv_text(&key).await {
-            Some(text) => {
-                let (value, cached) = wrap(text);
-                CACHE.with(|c| c.borrow_mut().insert(key, cached, self.now_ms));
-                value
+    /// The entry for `key`: from the isolate cache, else from the load of it under way, else from a new load
+    /// (`start`). An entry near expiry is served as it is and reloaded after the response, so a hot key never
+    /// makes a request wait. `None` when KV could not be read.
+    async fn entry(
+        &self,
+        key: &str,
+        start: impl FnOnce() -> LocalBoxFuture<'static, Loaded>,
+    ) -> Option<Cached> {
+        match CACHE.with(|c| c.borrow_mut().lookup(key, self.now_ms)) {
+            cache::Lookup::Hit(entry) => Some(entry),
+            cache::Lookup::Refresh(entry) => {
+                if running(key).is_none() {
+                    let load = start_flight(key, start());
+                    let (kv, key) = (self.kv().cloned(), key.to_owned());
+                    self.ctx.wait_until(async move {
+                        if let Some(record) = load.await.write_back {
+                            write_back(kv, key, record).await;
+                        }
+                    });
+                }
+                Some(entry)
             }
-            None => T::default(),
+            cache::Lookup::Miss => {
+                if let Some(load) = running(key) {
+                    // Another request's load: wait for it with a timer of this request's own, because workerd
+                    // cancels a request that has nothing pending in its own context (another request's I/O does
+                    // not count), and a stuck load must not hold this request past the timer.
+                    let timer = Delay::from(Duration::from_millis(JOIN_TIMEOUT_MS));
+                    if let Either::Left((loaded, _)) = select(load, timer).await {
+                        return loaded.entry;
+                    }
+                }
+                let loaded = start_flight(key, start()).await;
+                if let Some(record) = loaded.write_back {
+                    self.ctx
+                        .wait_until(write_back(self.kv().cloned(), key.to_owned(), record));
+                }
+                loaded.entry
+            }
         }
     }
 
-    fn cached<T>(&self, key: &str, unwrap: fn(Cached) -> Option<T>) -> Option<T> {
-        CACHE
-            .with(|c| c.borrow().get(key, self.now_ms))
-            .and_then(unwrap)
-    }
-
-    /// The text at `key` in KV (`Some(None)`: absent); `None` when KV could not be read.
-    async fn kv_text(&self, key: &str) -> Option<Option<String>> {
-        self.kv()?
-            .get(key)
-            .cache_ttl(config::KV_CACHE_TTL_SECONDS)
-            .text()
-            .await
-            .ok()
+    /// A load of `key` from KV alone; `wrap` parses the text into the entry to cache.
+    fn kv_load(
+        &self,
+        key: &str,
+        wrap: fn(Option<String>) -> Cached,
+    ) -> LocalBoxFuture<'static, Loaded> {
+        let (kv, key) = (self.kv().cloned(), key.to_owned());
+        async move {
+            Loaded {
+                entry: kv_get(kv, &key).await.map(wrap),
+                write_back: None,
+            }
+        }
+        .boxed_local()
     }
 
     /// A link, through the isolate cache and KV, and on a KV miss (a key KV does not have, not a value it cannot
     /// parse) through the origin when one is configured: a link created seconds ago redirects before the
-    /// publisher's write has reached this location.
+    /// publisher's write has reached this location, and is written back to KV.
     async fn link(&self, host: &str, code: &str) -> Option<Rc<LinkRecord>> {
         let key = kv_model::link_key(host, code);
-        if let Some(hit) = self.cached(&key, |c| match c {
-            Cached::Link(v) => Some(v),
-            _ => None,
-        }) {
-            return hit;
-        }
-        let value = match (self.kv_text(&key).await?, &self.config.origin) {
-            (Some(text), _) => parse::<LinkRecord>(Some(text)).map(Rc::new),
-            (None, Some(origin)) => self.link_from_origin(origin, &key, host, code).await,
-            (None, None) => None,
-        };
-        // An origin 404 or failure is cached as absence like a KV miss: an unknown code costs the origin one
-        // lookup per isolate per TTL, not one per request, and a failing origin one slow visitor, not all.
-        CACHE.with(|c| {
-            c.borrow_mut()
-                .insert(key, Cached::Link(value.clone()), self.now_ms)
-        });
-        value
-    }
-
-    /// Asks the origin for a link KV does not have; a record found is written to KV after the response.
-    async fn link_from_origin(
-        &self,
-        origin: &Origin,
-        key: &str,
-        host: &str,
-        code: &str,
-    ) -> Option<Rc<LinkRecord>> {
-        let answer = origin_call(
-            Method::Get,
-            &origin.link_url(host, code),
-            origin,
-            None,
-            origin::LOOKUP_TIMEOUT_MS,
-        )
-        .await;
-        let Lookup::Found(record) =
-            origin::lookup_answer(answer.as_ref().map(|(s, b)| (*s, b.as_str())))
-        else {
-            return None;
-        };
-        if let (Some(kv), Ok(text)) = (self.kv().cloned(), serde_json::to_string(&record)) {
-            let key = key.to_owned();
-            self.ctx.wait_until(async move {
-                // Provisional: it expires unless the publisher's own write replaces it (origin.rs explains why).
-                if let Ok(put) = kv.put(&key, text) {
-                    let _ = put
-                        .expiration_ttl(origin::FALLBACK_RECORD_TTL_SECONDS)
-                        .execute()
-                        .await;
+        let start = || {
+            let kv = self.kv().cloned();
+            let origin = self.config.origin.clone();
+            let (key, host, code) = (key.clone(), host.to_owned(), code.to_owned());
+            async move {
+                let Some(text) = kv_get(kv, &key).await else {
+                    return Loaded {
+                        entry: None,
+                        write_back: None,
+                    };
+                };
+                match (text, origin) {
+                    (Some(text), _) => {
+                        Loaded::entry(Cached::Link(parse::<LinkRecord>(Some(text)).map(Rc::new)))
+                    }
+                    // An origin 404 or failure is cached as absence like a KV miss: an unknown code costs the
+                    // origin one lookup per isolate per TTL, not one per request, and a failing origin one slow
+                    // visitor, not all.
+                    (None, Some(origin)) => {
+                        let record = link_from_origin(&origin, &host, &code).await;
+                        Loaded {
+                            entry: Some(Cached::Link(record.clone())),
+                            write_back: record,
+                        }
+                    }
+                    (None, None) => Loaded::entry(Cached::Link(None)),
                 }
-            });
+            }
+            .boxed_local()
+        };
+        match self.entry(&key, start).await {
+            Some(Cached::Link(link)) => link,
+            _ => None,
         }
-        Some(Rc::new(record))
     }
 
     /// Queues a click event and makes sure a flush is under way (after the response, in `wait_until`).
@@ -294,53 +396,45 @@ impl Visit<'_> {
     }
 
     async fn group(&self, group_id: &str) -> Option<Rc<Group>> {
-        self.record(
-            kv_model::group_key(group_id),
-            |text| {
-                let v = parse::<GroupRecord>(text)
+        let key = kv_model::group_key(group_id);
+        let wrap = |text| {
+            Cached::Group(
+                parse::<GroupRecord>(text)
                     .and_then(Group::from_record)
-                    .map(Rc::new);
-                (v.clone(), Cached::Group(v))
-            },
-            |c| match c {
-                Cached::Group(v) => Some(v),
-                _ => None,
-            },
-        )
-        .await
+                    .map(Rc::new),
+            )
+        };
+        match self.entry(&key, || self.kv_load(&key, wrap)).await {
+            Some(Cached::Group(group)) => group,
+            _ => None,
+        }
     }
 
     async fn domain(&self, host: &str) -> Option<Rc<DomainRecord>> {
-        self.record(
-            kv_model::domain_key(host),
-            |text| {
-                let v = parse::<DomainRecord>(text).map(Rc::new);
-                (v.clone(), Cached::Domain(v))
-            },
-            |c| match c {
-                Cached::Domain(v) => Some(v),
-                _ => None,
-            },
-        )
-        .await
+        let key = kv_model::domain_key(host);
+        let wrap = |text| Cached::Domain(parse::<DomainRecord>(text).map(Rc::new));
+        match self.entry(&key, || self.kv_load(&key, wrap)).await {
+            Some(Cached::Domain(domain)) => domain,
+            _ => None,
+        }
     }
 
+    /// The blocked domains; empty when KV cannot be read (that is not cached).
     async fn blocklist(&self) -> Rc<DomainBlocklist> {
-        self.record(
-            BLOCKLIST_KEY.to_owned(),
-            |text| {
-                let list: DomainBlocklist = parse::<BlocklistRecord>(text)
+        let wrap = |text| {
+            Cached::Blocklist(Rc::new(
+                parse::<BlocklistRecord>(text)
                     .map(|r| r.domains.iter().collect())
-                    .unwrap_or_default();
-                let v = Rc::new(list);
-                (v.clone(), Cached::Blocklist(v))
-            },
-            |c| match c {
-                Cached::Blocklist(v) => Some(v),
-                _ => None,
-            },
-        )
-        .await
+                    .unwrap_or_default(),
+            ))
+        };
+        match self
+            .entry(BLOCKLIST_KEY, || self.kv_load(BLOCKLIST_KEY, wrap))
+            .await
+        {
+            Some(Cached::Blocklist(list)) => list,
+            _ => Rc::default(),
+        }
     }
 
     /// The domain's fallback (its record's URL, else the configured default).
@@ -415,6 +509,22 @@ async fn page_for(ctx: &Visit<'_>, decision: Decision) -> Page {
             access_fallback: None,
         }
         | Outcome::Fallback(_) => ctx.fallback().await,
+    }
+}
+
+/// Asks the origin for a link KV does not have.
+async fn link_from_origin(origin: &Origin, host: &str, code: &str) -> Option<Rc<LinkRecord>> {
+    let answer = origin_call(
+        Method::Get,
+        &origin.link_url(host, code),
+        origin,
+        None,
+        origin::LOOKUP_TIMEOUT_MS,
+    )
+    .await;
+    match origin::lookup_answer(answer.as_ref().map(|(s, b)| (*s, b.as_str()))) {
+        Lookup::Found(record) => Some(Rc::new(record)),
+        _ => None,
     }
 }
 
@@ -542,11 +652,19 @@ async fn sync_route(req: &mut Request, env: &Env) -> Reply {
             }
         }
     }
-    // Evict even after a partial failure: some keys may have changed.
+    // Evict even after a partial failure: some keys may have changed. Loads that read before the write neither
+    // cache what they read nor serve the requests that come after it.
+    EPOCH.with(|e| e.set(e.get() + 1));
     CACHE.with(|c| {
         let mut cache = c.borrow_mut();
         for key in batch.keys() {
             cache.remove(key);
+        }
+    });
+    FLIGHTS.with(|f| {
+        let mut flights = f.borrow_mut();
+        for key in batch.keys() {
+            flights.remove(key);
         }
     });
     match result {

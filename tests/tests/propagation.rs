@@ -3,7 +3,9 @@
 //! is lost when the worker is down or the origin is killed mid-publish, a KV miss is answered by the origin, and
 //! clicks flow back into the link statistics.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use e2e::origin::{Account, Database, HOST, HOST_FALLBACK, INTERNAL_SECRET, Origin, OriginOptions};
@@ -195,6 +197,77 @@ async fn a_kv_miss_is_answered_by_the_origin_and_written_back_to_kv() {
             .await
             .assert_redirect(DEFAULT_FALLBACK);
     }
+}
+
+/// A forwarder in front of the real origin that counts the link lookups passing through it (what the worker asks
+/// the origin is only visible from the origin's side). Returns its URL and the counter.
+async fn counting_forwarder(origin: &str) -> (String, Arc<AtomicUsize>) {
+    let lookups = Arc::new(AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the forwarder");
+    let url = format!(
+        "http://{}",
+        listener.local_addr().expect("forwarder address")
+    );
+    let (origin, counter) = (origin.to_owned(), lookups.clone());
+    let client = reqwest::Client::new();
+    let forward = move |req: axum::extract::Request| {
+        let (origin, counter, client) = (origin.clone(), counter.clone(), client.clone());
+        async move {
+            let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+            if target.starts_with("/internal/v1/links/") {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+            let mut out = client.request(req.method().clone(), format!("{origin}{target}"));
+            for name in ["authorization", "content-type"] {
+                if let Some(value) = req.headers().get(name) {
+                    out = out.header(name, value);
+                }
+            }
+            let body = axum::body::to_bytes(req.into_body(), 1 << 20)
+                .await
+                .expect("request body");
+            let answer = out.body(body).send().await.expect("the origin answers");
+            let status = answer.status();
+            (status, answer.bytes().await.expect("origin body").to_vec())
+        }
+    };
+    let app = axum::Router::new().fallback(forward);
+    tokio::spawn(axum::serve(listener, app).into_future());
+    (url, lookups)
+}
+
+#[tokio::test]
+async fn a_crowd_on_a_link_kv_lacks_costs_the_origin_one_lookup() {
+    // No publisher, so KV never has the link: every visitor of the first wave misses KV at once. They must share
+    // one origin lookup (and the isolate cache serves the rest), not ask once each.
+    let db = Database::new();
+    let account = db.account("owner@example.com");
+    let origin = Origin::start(&db, OriginOptions::default()).await;
+    let (forwarder, lookups) = counting_forwarder(&origin.url).await;
+    let w = worker(None, Some(&forwarder), 10);
+    let path = code(
+        &origin
+            .api(&account)
+            .link("https://dest.example/crowd", None)
+            .await,
+    );
+    let crowd = (0..50).map(|_| w.visit(HOST, &path, &[]));
+    for visit in futures::future::join_all(crowd).await {
+        visit.assert_redirect("https://dest.example/crowd");
+    }
+    assert_eq!(
+        lookups.load(Ordering::SeqCst),
+        1,
+        "50 concurrent visitors of a link KV lacks: lookups at the origin"
+    );
+    // An unknown code is looked up once too, and its absence cached.
+    let crowd = (0..20).map(|_| w.visit(HOST, "/nobody-made-this", &[]));
+    for visit in futures::future::join_all(crowd).await {
+        visit.assert_redirect(DEFAULT_FALLBACK);
+    }
+    assert_eq!(lookups.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]
