@@ -104,6 +104,11 @@ impl<V: Clone> TtlCache<V> {
         );
     }
 
+    /// Whether entries are kept at all (a TTL of zero keeps none).
+    pub fn is_enabled(&self) -> bool {
+        self.ttl_ms > 0
+    }
+
     /// Forgets `key` (the sync route calls this for every key it writes or deletes).
     pub fn remove(&mut self, key: &str) {
         self.entries.remove(key);

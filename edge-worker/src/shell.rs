@@ -7,8 +7,7 @@ use std::rc::Rc;
 
 use std::time::Duration;
 
-use futures_util::FutureExt;
-use futures_util::future::{Either, LocalBoxFuture, Shared, join, select};
+use futures_util::future::{Either, join, select};
 use kv_model::{
     BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord,
 };
@@ -39,8 +38,7 @@ enum Cached {
     Blocklist(Rc<DomainBlocklist>),
 }
 
-/// What one load of a KV key produced, shared by every request that waited for it.
-#[derive(Clone)]
+/// What one load of a KV key produced.
 struct Loaded {
     /// The entry now in the isolate cache; `None` when KV could not be read (nothing is cached then, and the
     /// callers fall back).
@@ -57,10 +55,6 @@ impl Loaded {
         }
     }
 }
-
-/// A load under way, awaited by every request that needs its key. Any awaiter drives it, so a request that goes
-/// away does not strand the others.
-type Flight = Shared<LocalBoxFuture<'static, Loaded>>;
 
 /// Settings read from the environment once per isolate: `[vars]` cannot change without a new deployment, which
 /// starts new isolates, and every read is a call out of wasm.
@@ -80,57 +74,103 @@ thread_local! {
     static CONFIG: OnceCell<Rc<IsolateConfig>> = const { OnceCell::new() };
     /// Click events not yet reported to the origin (see [`analytics`]).
     static CLICKS: RefCell<ClickBuffer> = RefCell::new(ClickBuffer::new());
-    /// Loads under way by KV key, each with its number. Requests for a key being loaded wait for that load
-    /// instead of starting their own: an expired hot key, or a new link hit by a crowd before KV has it, costs
-    /// one KV read (and one origin lookup) per isolate rather than one per request in flight.
-    static FLIGHTS: RefCell<HashMap<String, (u64, Flight)>> = RefCell::new(HashMap::new());
-    static FLIGHT_NUMBER: Cell<u64> = const { Cell::new(0) };
+    /// Loads under way, by KV key: the load's number and when it started. A request that needs a key another
+    /// request of the isolate is loading waits for that load to fill the cache instead of starting its own: an
+    /// expired hot key, or a new link hit by a crowd before KV has it, costs one KV read (and one origin lookup)
+    /// per isolate rather than one per request in flight.
+    static LOADING: RefCell<HashMap<String, (u64, u64)>> = RefCell::new(HashMap::new());
+    static LOAD_NUMBER: Cell<u64> = const { Cell::new(0) };
     /// Bumped by the sync route: a load that read KV before a write must not cache what it read.
     static EPOCH: Cell<u64> = const { Cell::new(0) };
 }
 
 /// How long a request waits for another request's load of a key before it loads the key itself: longer than
-/// a load normally takes (a KV read, then at most an origin lookup of [`origin::LOOKUP_TIMEOUT_MS`]).
+/// a load normally takes (a KV read, then at most an origin lookup of [`origin::LOOKUP_TIMEOUT_MS`]). A load
+/// older than this is taken for lost (its request cancelled) and replaced.
 const JOIN_TIMEOUT_MS: u64 = origin::LOOKUP_TIMEOUT_MS + 500;
 
-/// The load of `key` under way, if any.
-fn running(key: &str) -> Option<Flight> {
-    FLIGHTS.with(|f| f.borrow().get(key).map(|(_, flight)| flight.clone()))
+/// The first and the longest pause between a waiting request's looks at the cache.
+const JOIN_FIRST_PAUSE_MS: u64 = 2;
+const JOIN_MAX_PAUSE_MS: u64 = 50;
+
+/// The number of the load of `key` under way, if one started less than [`JOIN_TIMEOUT_MS`] before `now_ms`.
+fn loading(key: &str, now_ms: u64) -> Option<u64> {
+    LOADING.with(|l| {
+        l.borrow()
+            .get(key)
+            .filter(|(_, since)| now_ms < since.saturating_add(JOIN_TIMEOUT_MS))
+            .map(|(number, _)| *number)
+    })
 }
 
-/// Starts `load` as the load of `key` that later requests join (replacing one that is stuck). The load puts its
-/// entry into the isolate cache (unless the sync route wrote meanwhile) and leaves [`FLIGHTS`] when done.
-fn start_flight(key: &str, load: LocalBoxFuture<'static, Loaded>) -> Flight {
-    let number = FLIGHT_NUMBER.with(|n| {
-        n.set(n.get() + 1);
-        n.get()
-    });
-    let epoch = EPOCH.with(Cell::get);
-    let owned = key.to_owned();
-    let flight = async move {
-        let loaded = load.await;
-        if let Some(entry) = &loaded.entry
-            && EPOCH.with(Cell::get) == epoch
-        {
-            let now_ms = js_sys::Date::now() as u64;
-            CACHE.with(|c| c.borrow_mut().insert(owned.clone(), entry.clone(), now_ms));
+/// Marks a load of a key as under way until dropped (also when the loading request is cancelled mid-load).
+struct LoadMark {
+    key: String,
+    number: u64,
+}
+
+impl LoadMark {
+    fn new(key: &str) -> Self {
+        let number = LOAD_NUMBER.with(|n| {
+            n.set(n.get() + 1);
+            n.get()
+        });
+        let since = js_sys::Date::now() as u64;
+        LOADING.with(|l| l.borrow_mut().insert(key.to_owned(), (number, since)));
+        LoadMark {
+            key: key.to_owned(),
+            number,
         }
-        FLIGHTS.with(|f| {
-            let mut flights = f.borrow_mut();
-            // A newer load of the key (after a sync) stays.
-            if flights.get(&owned).is_some_and(|(n, _)| *n == number) {
-                flights.remove(&owned);
+    }
+}
+
+impl Drop for LoadMark {
+    fn drop(&mut self) {
+        LOADING.with(|l| {
+            let mut loading = l.borrow_mut();
+            // A newer load of the key (after a sync, or replacing a lost one) stays marked.
+            if loading
+                .get(&self.key)
+                .is_some_and(|(n, _)| *n == self.number)
+            {
+                loading.remove(&self.key);
             }
         });
-        loaded
     }
-    .boxed_local()
-    .shared();
-    FLIGHTS.with(|f| {
-        f.borrow_mut()
-            .insert(key.to_owned(), (number, flight.clone()))
-    });
-    flight
+}
+
+/// Runs `load` as the load of `key` that other requests wait for, and caches its entry (unless the sync route
+/// wrote meanwhile).
+async fn load(key: &str, load: impl Future<Output = Loaded>) -> Loaded {
+    let _mark = LoadMark::new(key);
+    let epoch = EPOCH.with(Cell::get);
+    let loaded = load.await;
+    if let Some(entry) = &loaded.entry
+        && EPOCH.with(Cell::get) == epoch
+    {
+        let now_ms = js_sys::Date::now() as u64;
+        CACHE.with(|c| c.borrow_mut().insert(key.to_owned(), entry.clone(), now_ms));
+    }
+    loaded
+}
+
+/// Waits for another request's load `number` of `key` to put its entry into the cache, looking on timers of this
+/// request's own: workerd cancels a request that has nothing pending in its own context, and one woken from
+/// another request's context (by awaiting that request's I/O) can be seen as hung in between. `None` when that
+/// load ended without an entry, was replaced, or took longer than [`JOIN_TIMEOUT_MS`]: load it yourself.
+async fn wait_for_load(key: &str, number: u64) -> Option<Cached> {
+    let mut pause = JOIN_FIRST_PAUSE_MS;
+    loop {
+        Delay::from(Duration::from_millis(pause)).await;
+        let now_ms = js_sys::Date::now() as u64;
+        if let Some(entry) = CACHE.with(|c| c.borrow().get(key, now_ms)) {
+            return Some(entry);
+        }
+        if loading(key, now_ms) != Some(number) {
+            return None;
+        }
+        pause = (pause * 2).min(JOIN_MAX_PAUSE_MS);
+    }
 }
 
 /// KV's text for `key` (`Some(None)`: absent); `None` when KV could not be read.
@@ -272,22 +312,24 @@ impl Visit<'_> {
             .as_ref()
     }
 
-    /// The entry for `key`: from the isolate cache, else from the load of it under way, else from a new load
-    /// (`start`). An entry near expiry is served as it is and reloaded after the response, so a hot key never
-    /// makes a request wait. `None` when KV could not be read.
-    async fn entry(
-        &self,
-        key: &str,
-        start: impl FnOnce() -> LocalBoxFuture<'static, Loaded>,
-    ) -> Option<Cached> {
-        match CACHE.with(|c| c.borrow_mut().lookup(key, self.now_ms)) {
+    /// The entry for `key`: from the isolate cache, else from another request's load of it under way, else from
+    /// a load of this request's own (`start`). An entry near expiry is served as it is and reloaded after the
+    /// response, so a hot key never makes a request wait. `None` when KV could not be read.
+    async fn entry<F>(&self, key: &str, start: impl FnOnce() -> F) -> Option<Cached>
+    where
+        F: Future<Output = Loaded> + 'static,
+    {
+        let (lookup, caching) = CACHE.with(|c| {
+            let mut cache = c.borrow_mut();
+            (cache.lookup(key, self.now_ms), cache.is_enabled())
+        });
+        match lookup {
             cache::Lookup::Hit(entry) => Some(entry),
             cache::Lookup::Refresh(entry) => {
-                if running(key).is_none() {
-                    let load = start_flight(key, start());
-                    let (kv, key) = (self.kv().cloned(), key.to_owned());
+                if loading(key, self.now_ms).is_none() {
+                    let (kv, key, reload) = (self.kv().cloned(), key.to_owned(), start());
                     self.ctx.wait_until(async move {
-                        if let Some(record) = load.await.write_back {
+                        if let Some(record) = load(&key, reload).await.write_back {
                             write_back(kv, key, record).await;
                         }
                     });
@@ -295,16 +337,14 @@ impl Visit<'_> {
                 Some(entry)
             }
             cache::Lookup::Miss => {
-                if let Some(load) = running(key) {
-                    // Another request's load: wait for it with a timer of this request's own, because workerd
-                    // cancels a request that has nothing pending in its own context (another request's I/O does
-                    // not count), and a stuck load must not hold this request past the timer.
-                    let timer = Delay::from(Duration::from_millis(JOIN_TIMEOUT_MS));
-                    if let Either::Left((loaded, _)) = select(load, timer).await {
-                        return loaded.entry;
-                    }
+                // Without a cache there is nothing to wait for: the other load's entry would not be kept.
+                if caching
+                    && let Some(number) = loading(key, self.now_ms)
+                    && let Some(entry) = wait_for_load(key, number).await
+                {
+                    return Some(entry);
                 }
-                let loaded = start_flight(key, start()).await;
+                let loaded = load(key, start()).await;
                 if let Some(record) = loaded.write_back {
                     self.ctx
                         .wait_until(write_back(self.kv().cloned(), key.to_owned(), record));
@@ -319,7 +359,7 @@ impl Visit<'_> {
         &self,
         key: &str,
         wrap: fn(Option<String>) -> Cached,
-    ) -> LocalBoxFuture<'static, Loaded> {
+    ) -> impl Future<Output = Loaded> + 'static {
         let (kv, key) = (self.kv().cloned(), key.to_owned());
         async move {
             Loaded {
@@ -327,7 +367,6 @@ impl Visit<'_> {
                 write_back: None,
             }
         }
-        .boxed_local()
     }
 
     /// A link, through the isolate cache and KV, and on a KV miss (a key KV does not have, not a value it cannot
@@ -363,7 +402,6 @@ impl Visit<'_> {
                     (None, None) => Loaded::entry(Cached::Link(None)),
                 }
             }
-            .boxed_local()
         };
         match self.entry(&key, start).await {
             Some(Cached::Link(link)) => link,
@@ -661,10 +699,10 @@ async fn sync_route(req: &mut Request, env: &Env) -> Reply {
             cache.remove(key);
         }
     });
-    FLIGHTS.with(|f| {
-        let mut flights = f.borrow_mut();
+    LOADING.with(|l| {
+        let mut loading = l.borrow_mut();
         for key in batch.keys() {
-            flights.remove(key);
+            loading.remove(key);
         }
     });
     match result {
