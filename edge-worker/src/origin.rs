@@ -2,10 +2,11 @@
 //! the KV-miss lookup of a link and the click reports. Plain Rust: URLs, and what an answer means; the shell does
 //! the HTTP calls.
 //!
-//! - `GET {ORIGIN_URL}/internal/v1/links/{host}/{code}` → `200` a [`LinkRecord`], `404` unknown.
+//! - `GET {ORIGIN_URL}/internal/v1/links/{host}/{code}` → `200` a [`ResolvedLink`] (the link record and its
+//!   group's record), `404` unknown.
 //! - `POST {ORIGIN_URL}/internal/v1/clicks` with `{"events":[…]}` → `200 {"stored":n}`.
 
-use kv_model::LinkRecord;
+use kv_model::ResolvedLink;
 
 /// How long a visitor may wait for the origin on a KV miss before getting the fallback. Short: the origin is only
 /// asked about links created seconds ago, and a slow origin must not make unknown codes slow.
@@ -84,7 +85,7 @@ fn encode_segment(s: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     /// The link exists: serve this record (and write it to KV).
-    Found(LinkRecord),
+    Found(ResolvedLink),
     /// The origin does not know the link: the domain's fallback.
     NotFound,
     /// Any other answer (5xx, 401, a body that is not a version-1 record), a timeout or no connection: the
@@ -125,6 +126,7 @@ pub fn clicks_answer(status: Option<u16>) -> Delivery {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kv_model::LinkRecord;
 
     #[test]
     fn configuration() {
@@ -166,10 +168,20 @@ mod tests {
     fn lookups() {
         let body =
             r#"{"v":1,"long_url":"https://d.example/","group_id":"g","is_active":true,"new":1}"#;
+        let link = LinkRecord::new("https://d.example/", "g", true);
         assert_eq!(
             lookup_answer(Some((200, body))),
-            Lookup::Found(LinkRecord::new("https://d.example/", "g", true))
+            Lookup::Found(ResolvedLink::new(link.clone(), None))
         );
+        let with_group = r#"{"v":1,"long_url":"https://d.example/","group_id":"g","is_active":true,
+            "group":{"v":1,"key":"k","settings":{"analytics":{"enabled":true}}}}"#;
+        let Lookup::Found(resolved) = lookup_answer(Some((200, with_group))) else {
+            panic!("a link with its group is found");
+        };
+        assert_eq!(resolved.link(), link);
+        let group = resolved.group.expect("the group");
+        assert_eq!(group.key, "k");
+        assert!(group.settings.analytics.enabled);
         assert_eq!(lookup_answer(Some((404, "{}"))), Lookup::NotFound);
         for answer in [
             None,

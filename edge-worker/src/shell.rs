@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures_util::future::{Either, join, select};
 use kv_model::{
     BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord,
+    ResolvedLink,
 };
 use serde::de::DeserializeOwned;
 use shared_crypto::DomainBlocklist;
@@ -45,6 +46,8 @@ struct Loaded {
     entry: Option<Cached>,
     /// A link KV did not have but the origin did: the request that started the load writes it back to KV.
     write_back: Option<Rc<LinkRecord>>,
+    /// Another entry the load learned, cached with it (the link's group in the origin's answer).
+    also: Option<(String, Cached)>,
 }
 
 impl Loaded {
@@ -52,8 +55,29 @@ impl Loaded {
         Loaded {
             entry: Some(entry),
             write_back: None,
+            also: None,
         }
     }
+
+    /// KV could not be read: nothing to cache, the callers fall back.
+    fn failed() -> Self {
+        Loaded {
+            entry: None,
+            write_back: None,
+            also: None,
+        }
+    }
+}
+
+/// The isolate-cache key (never a KV key) of a group as the origin gave it, for a link whose group is missing
+/// from KV: kept apart from `group:<id>` so KV's own answer, absence included, stays what it is.
+fn origin_group_key(group_id: &str) -> String {
+    format!("origin-{}", kv_model::group_key(group_id))
+}
+
+/// The isolate's form of a group record from the origin (`None`: unusable key, treated as missing).
+fn origin_group(record: Option<GroupRecord>) -> Cached {
+    Cached::Group(record.and_then(Group::from_record).map(Rc::new))
 }
 
 /// Settings read from the environment once per isolate: `[vars]` cannot change without a new deployment, which
@@ -149,7 +173,13 @@ async fn load(key: &str, load: impl Future<Output = Loaded>) -> Loaded {
         && EPOCH.with(Cell::get) == epoch
     {
         let now_ms = js_sys::Date::now() as u64;
-        CACHE.with(|c| c.borrow_mut().insert(key.to_owned(), entry.clone(), now_ms));
+        CACHE.with(|c| {
+            let mut cache = c.borrow_mut();
+            cache.insert(key.to_owned(), entry.clone(), now_ms);
+            if let Some((key, entry)) = &loaded.also {
+                cache.insert(key.clone(), entry.clone(), now_ms);
+            }
+        });
     }
     loaded
 }
@@ -362,9 +392,9 @@ impl Visit<'_> {
     ) -> impl Future<Output = Loaded> + 'static {
         let (kv, key) = (self.kv().cloned(), key.to_owned());
         async move {
-            Loaded {
-                entry: kv_get(kv, &key).await.map(wrap),
-                write_back: None,
+            match kv_get(kv, &key).await {
+                Some(text) => Loaded::entry(wrap(text)),
+                None => Loaded::failed(),
             }
         }
     }
@@ -380,10 +410,7 @@ impl Visit<'_> {
             let (key, host, code) = (key.clone(), host.to_owned(), code.to_owned());
             async move {
                 let Some(text) = kv_get(kv, &key).await else {
-                    return Loaded {
-                        entry: None,
-                        write_back: None,
-                    };
+                    return Loaded::failed();
                 };
                 match (text, origin) {
                     (Some(text), _) => {
@@ -392,13 +419,21 @@ impl Visit<'_> {
                     // An origin 404 or failure is cached as absence like a KV miss: an unknown code costs the
                     // origin one lookup per isolate per TTL, not one per request, and a failing origin one slow
                     // visitor, not all.
-                    (None, Some(origin)) => {
-                        let record = link_from_origin(&origin, &host, &code).await;
-                        Loaded {
-                            entry: Some(Cached::Link(record.clone())),
-                            write_back: record,
+                    (None, Some(origin)) => match link_from_origin(&origin, &host, &code).await {
+                        Some(resolved) => {
+                            let record = Rc::new(resolved.link());
+                            // The group may be as new as the link: keep the origin's copy for the rules.
+                            let also = resolved.group.map(|g| {
+                                (origin_group_key(&record.group_id), origin_group(Some(g)))
+                            });
+                            Loaded {
+                                entry: Some(Cached::Link(Some(record.clone()))),
+                                write_back: Some(record),
+                                also,
+                            }
                         }
-                    }
+                        None => Loaded::entry(Cached::Link(None)),
+                    },
                     (None, None) => Loaded::entry(Cached::Link(None)),
                 }
             }
@@ -431,6 +466,27 @@ impl Visit<'_> {
         );
         CLICKS.with(|b| b.borrow_mut().push(event));
         self.ctx.wait_until(flush_clicks(origin));
+    }
+
+    /// The group of an active persistent link when KV has no usable `group:<id>` (a group created with the link,
+    /// seconds ago, not yet published or not yet visible at this location): the origin's copy, from the same
+    /// lookup as a link KV lacks, so the group's rules apply from the first visit. `None` without an origin, or
+    /// when it does not answer (cached like a KV miss: one lookup per isolate per TTL).
+    async fn group_from_origin(&self, host: &str, code: &str, group_id: &str) -> Option<Rc<Group>> {
+        let origin = self.config.origin.clone()?;
+        let start = || {
+            let (host, code) = (host.to_owned(), code.to_owned());
+            async move {
+                let group = link_from_origin(&origin, &host, &code)
+                    .await
+                    .and_then(|resolved| resolved.group);
+                Loaded::entry(origin_group(group))
+            }
+        };
+        match self.entry(&origin_group_key(group_id), start).await {
+            Some(Cached::Group(group)) => group,
+            _ => None,
+        }
     }
 
     async fn group(&self, group_id: &str) -> Option<Rc<Group>> {
@@ -498,7 +554,10 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
         Route::Persistent { code } => {
             let link = ctx.link(host, &code).await;
             let group = match &link {
-                Some(l) if l.is_active => ctx.group(&l.group_id).await,
+                Some(l) if l.is_active => match ctx.group(&l.group_id).await {
+                    Some(group) => Some(group),
+                    None => ctx.group_from_origin(host, &code, &l.group_id).await,
+                },
                 _ => None,
             };
             let settings = group.as_deref().map(|g| &g.settings);
@@ -550,8 +609,8 @@ async fn page_for(ctx: &Visit<'_>, decision: Decision) -> Page {
     }
 }
 
-/// Asks the origin for a link KV does not have.
-async fn link_from_origin(origin: &Origin, host: &str, code: &str) -> Option<Rc<LinkRecord>> {
+/// Asks the origin for a link KV does not have (and its group).
+async fn link_from_origin(origin: &Origin, host: &str, code: &str) -> Option<ResolvedLink> {
     let answer = origin_call(
         Method::Get,
         &origin.link_url(host, code),
@@ -561,7 +620,7 @@ async fn link_from_origin(origin: &Origin, host: &str, code: &str) -> Option<Rc<
     )
     .await;
     match origin::lookup_answer(answer.as_ref().map(|(s, b)| (*s, b.as_str()))) {
-        Lookup::Found(record) => Some(Rc::new(record)),
+        Lookup::Found(resolved) => Some(resolved),
         _ => None,
     }
 }
@@ -697,6 +756,9 @@ async fn sync_route(req: &mut Request, env: &Env) -> Reply {
         let mut cache = c.borrow_mut();
         for key in batch.keys() {
             cache.remove(key);
+            if let Some(group_id) = key.strip_prefix("group:") {
+                cache.remove(&origin_group_key(group_id));
+            }
         }
     });
     LOADING.with(|l| {

@@ -144,6 +144,42 @@ impl LinkRecord {
     }
 }
 
+/// The origin's answer to the worker's KV-miss lookup (`GET /internal/v1/links/{host}/{code}`): the link
+/// record's fields, plus the record of the link's group, so a link whose group has not reached KV either still
+/// gets the group's rules. A worker that predates `group` reads the answer as a [`LinkRecord`] and ignores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedLink {
+    /// Format version.
+    pub v: V1,
+    /// As in [`LinkRecord`].
+    pub long_url: String,
+    /// As in [`LinkRecord`].
+    pub group_id: String,
+    /// As in [`LinkRecord`].
+    pub is_active: bool,
+    /// The group's record, as the publisher writes it to `group:<group_id>`; absent from an older origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupRecord>,
+}
+
+impl ResolvedLink {
+    /// The answer for `link` in the group `group`.
+    pub fn new(link: LinkRecord, group: Option<GroupRecord>) -> Self {
+        ResolvedLink {
+            v: V1,
+            long_url: link.long_url,
+            group_id: link.group_id,
+            is_active: link.is_active,
+            group,
+        }
+    }
+
+    /// The link's own record, as it goes to `link:<host>:<short_code>`.
+    pub fn link(&self) -> LinkRecord {
+        LinkRecord::new(self.long_url.clone(), self.group_id.clone(), self.is_active)
+    }
+}
+
 /// A group, at `group:<group_id>`. Deleting the group deletes the key, and its dynamic links stop working.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupRecord {
@@ -288,6 +324,36 @@ mod tests {
         let record: LinkRecord = serde_json::from_str(json).unwrap();
         assert_eq!(record, LinkRecord::new("https://a.example/x", "g", true));
         assert_eq!(serde_json::to_string(&record).unwrap(), json);
+    }
+
+    #[test]
+    fn a_resolved_link_is_a_link_record_with_its_group() {
+        let group = GroupRecord::new("k", GroupSettings::default());
+        let resolved = ResolvedLink::new(
+            LinkRecord::new("https://a.example/x", "g", true),
+            Some(group.clone()),
+        );
+        let json = serde_json::to_string(&resolved).unwrap();
+        assert_eq!(
+            json,
+            format!(
+                r#"{{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"group":{}}}"#,
+                serde_json::to_string(&group).unwrap()
+            )
+        );
+        assert_eq!(
+            serde_json::from_str::<ResolvedLink>(&json).unwrap(),
+            resolved
+        );
+        // Workers that predate `group` read the same answer as a link record.
+        let old: LinkRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(old, resolved.link());
+        // An origin that predates `group` answers a plain link record.
+        let plain = r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":false}"#;
+        let read: ResolvedLink = serde_json::from_str(plain).unwrap();
+        assert_eq!(read.group, None);
+        assert!(!read.link().is_active);
+        assert_eq!(read.link().group_id, "g");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Engine, TestApp, TestDb, assert_error, json};
-use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
+use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, LinkRecord, ResolvedLink};
 use origin_api::domain::{GroupSettings, Hostname};
 use serde_json::json;
 
@@ -195,11 +195,19 @@ async fn internal_routes(engine: Engine) {
     )
     .await;
     assert_eq!(s, 200);
-    let record: LinkRecord = serde_json::from_value(body).unwrap();
+    // The link record, as a worker that predates `group` reads it …
+    let as_link: LinkRecord = serde_json::from_value(body.clone()).unwrap();
     assert_eq!(
-        record,
+        as_link,
         LinkRecord::new("https://a.com/x", acc.default_group_id.clone(), true)
     );
+    // … with the group's record, the same the publisher writes to `group:<id>`.
+    let resolved: ResolvedLink = serde_json::from_value(body).unwrap();
+    let published: GroupRecord = record(&app, &format!("group:{}", acc.default_group_id))
+        .await
+        .unwrap();
+    assert_eq!(resolved.group, Some(published));
+    assert_eq!(resolved.link(), as_link);
     let (s, body) = json(
         resolve("/internal/v1/links/sho.rt/nope", Some(SECRET))
             .await

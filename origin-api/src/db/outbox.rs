@@ -165,22 +165,10 @@ impl Db {
             return json(serde_json::to_string(&BlocklistRecord::new(domains))).map(Some);
         }
         if let Some(id) = key.strip_prefix("group:") {
-            let Some(row) = sqlx::query("SELECT key, settings FROM groups WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.read)
-                .await?
-            else {
-                return Ok(None);
+            return match self.group_record(id).await? {
+                Some(record) => json(serde_json::to_string(&record)).map(Some),
+                None => Ok(None),
             };
-            let settings: String = row.try_get("settings")?;
-            let settings = serde_json::from_str(&settings).map_err(|e| {
-                StoreError::Internal(format!("stored group settings do not parse: {e}"))
-            })?;
-            return json(serde_json::to_string(&GroupRecord::new(
-                row.try_get::<String, _>("key")?,
-                settings,
-            )))
-            .map(Some);
         }
         if let Some(host) = key.strip_prefix("domain:") {
             let Some(row) =
@@ -208,6 +196,25 @@ impl Db {
         }
         Err(StoreError::Internal(format!(
             "not a key of the edge read model: {key}"
+        )))
+    }
+
+    /// A group as the edge sees it (its key and settings), by id.
+    pub async fn group_record(&self, id: &str) -> Result<Option<GroupRecord>, StoreError> {
+        let Some(row) = sqlx::query("SELECT key, settings FROM groups WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let settings: String = row.try_get("settings")?;
+        let settings = serde_json::from_str(&settings).map_err(|e| {
+            StoreError::Internal(format!("stored group settings do not parse: {e}"))
+        })?;
+        Ok(Some(GroupRecord::new(
+            row.try_get::<String, _>("key")?,
+            settings,
         )))
     }
 

@@ -11,6 +11,7 @@ use axum::http::{header, request::Parts};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use kv_model::ResolvedLink;
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
@@ -50,16 +51,18 @@ impl FromRequestParts<AppState> for Edge {
     }
 }
 
-/// The KV record of a link, for a worker that missed it in KV (a link created seconds ago).
+/// The KV record of a link, for a worker that missed it in KV (a link created seconds ago), with its group's
+/// record: the group may be as new as the link, and without it the worker would skip the group's rules.
 async fn resolve(
     State(state): State<AppState>,
     _edge: Edge,
     Path((host, code)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    match state.db.link_record(&host, &code).await? {
-        Some(record) => Ok(Json(record).into_response()),
-        None => Err(ApiError::NotFound),
-    }
+    let Some(link) = state.db.link_record(&host, &code).await? else {
+        return Err(ApiError::NotFound);
+    };
+    let group = state.db.group_record(&link.group_id).await?;
+    Ok(Json(ResolvedLink::new(link, group)).into_response())
 }
 
 #[derive(Debug, Deserialize)]
