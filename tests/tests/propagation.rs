@@ -276,29 +276,44 @@ async fn a_link_in_a_group_kv_lacks_gets_the_group_rules_from_the_first_visit() 
     // carries the group, so its access rules apply at once, for the price of that one lookup.
     let db = Database::new();
     let account = db.account("owner@example.com");
-    let rules = json!({"access": {"block_countries": ["RU"], "fallback_url": "https://blocked.example/"}});
+    let rules =
+        json!({"access": {"block_countries": ["RU"], "fallback_url": "https://blocked.example/"}});
     let group = db.group(&account, "Strict", rules);
     let origin = Origin::start(&db, OriginOptions::default()).await;
     let (forwarder, lookups) = counting_forwarder(&origin.url).await;
     let w = worker(None, Some(&forwarder), 10);
     let api = origin.api(&account);
-    let path = code(&api.link("https://dest.example/strict", Some(&group.id)).await);
+    let path = code(
+        &api.link("https://dest.example/strict", Some(&group.id))
+            .await,
+    );
     w.visit(HOST, &path, &[("CF-IPCountry", "RU")])
         .await
         .assert_redirect("https://blocked.example/");
     w.visit(HOST, &path, &[("CF-IPCountry", "DE")])
         .await
         .assert_redirect("https://dest.example/strict");
-    assert_eq!(lookups.load(Ordering::SeqCst), 1, "link and group in one lookup");
+    assert_eq!(
+        lookups.load(Ordering::SeqCst),
+        1,
+        "link and group in one lookup"
+    );
 
     // A link that did reach KV while its group did not (a location that read `group:<id>` before the publisher
     // wrote it): the group comes from the origin too, in one lookup per isolate.
-    let rules = json!({"access": {"block_countries": ["RU"], "fallback_url": "https://blocked2.example/"}});
+    let rules =
+        json!({"access": {"block_countries": ["RU"], "fallback_url": "https://blocked2.example/"}});
     let group = db.group(&account, "Strict too", rules);
-    let path = code(&api.link("https://dest.example/in-kv", Some(&group.id)).await);
+    let path = code(
+        &api.link("https://dest.example/in-kv", Some(&group.id))
+            .await,
+    );
     let key = format!("link:{HOST}:{}", &path[1..]);
     w.sync(
-        vec![(key, e2e::link("https://dest.example/in-kv", &group.id, true))],
+        vec![(
+            key,
+            e2e::link("https://dest.example/in-kv", &group.id, true),
+        )],
         vec![],
     )
     .await;
