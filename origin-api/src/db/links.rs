@@ -91,14 +91,14 @@ fn round_up_seconds(micros: i64) -> i64 {
 }
 
 /// Where a new link goes: resolved before the write transaction, on a read connection.
-struct Target {
+pub(super) struct Target {
     group_id: String,
     domain_id: String,
     host: String,
 }
 
 /// Why an attempt must be retried rather than reported.
-enum Retry {
+pub(super) enum Retry {
     /// A generated code collided.
     CodeTaken,
     /// The group or domain was deleted between resolving it and inserting (foreign key).
@@ -116,7 +116,7 @@ impl Db {
         for _ in 0..GENERATE_ATTEMPTS {
             let target = self.resolve_target(req).await?;
             let code = req.short_code.clone().unwrap_or_else(generate_short_code);
-            match self.try_create_link(req, &target, &code).await? {
+            match self.try_create_link(req, target, &code).await? {
                 Ok(created) => return Ok(created),
                 // A requested code is the client's to change; a generated one we redraw.
                 Err(Retry::CodeTaken) if req.short_code.is_some() => {
@@ -175,95 +175,35 @@ impl Db {
         })
     }
 
+    /// One attempt at creating the link. SQLite: handed to the batched writer
+    /// (`link_writer`), which commits the creations waiting at the same moment in one
+    /// transaction. PostgreSQL: a transaction of its own.
     async fn try_create_link(
         &self,
         req: &CreateLink,
-        target: &Target,
+        target: Target,
         code: &ShortCode,
-    ) -> Result<Result<(CreatedLink, RateLimitState), Retry>, StoreError> {
-        let now = Micros::now().0;
-        // Creations with one key must be serialised for the count below to be exact. SQLite:
-        // BEGIN IMMEDIATE takes the database's write lock up front (across processes too).
-        // PostgreSQL: writing to the key row takes its row lock until commit.
-        let mut tx = match self.engine {
-            Engine::Sqlite => self.write.begin_with("BEGIN IMMEDIATE").await?,
-            Engine::Postgres => {
-                let mut tx = self.write.begin().await?;
-                sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-                    .bind(now)
-                    .bind(&req.key_id)
-                    .execute(&mut *tx)
-                    .await?;
-                tx
-            }
-        };
-        let limit = rate_window(&mut tx, &req.key_id, now).await?;
-        if limit.remaining == 0 {
-            return Err(StoreError::RateLimited(limit));
-        }
-        let id = new_id();
-        let link_key = kv_model::link_key(&target.host, code.as_str());
-        // The link, the account's counter and the outbox row commit together. SQLite runs the
-        // three statements in one call (one hand-off to its connection thread instead of three);
-        // PostgreSQL's extended protocol takes one statement per call.
-        const INSERT_LINK: &str = "INSERT INTO links (id, account_id, group_id, domain_id, short_code, \
-             long_url, is_active, created_at, created_by_key) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)";
-        let sql = match self.engine {
-            Engine::Sqlite => format!(
-                "{INSERT_LINK}; UPDATE accounts SET link_count = link_count + 1 WHERE id = $2; \
-                 INSERT INTO outbox (kv_key, created_at) VALUES ($9, $7)"
-            ),
-            Engine::Postgres => INSERT_LINK.to_owned(),
-        };
-        let mut insert = sqlx::query(&sql)
-            .bind(&id)
-            .bind(&req.account_id)
-            .bind(&target.group_id)
-            .bind(&target.domain_id)
-            .bind(code.as_str())
-            .bind(req.long_url.as_str())
-            .bind(now)
-            .bind(&req.key_id);
+    ) -> Result<Attempt, StoreError> {
         if self.engine == Engine::Sqlite {
-            insert = insert.bind(&link_key);
+            return self
+                .link_writer
+                .create(&self.write, req.clone(), target, code.clone())
+                .await;
         }
-        let inserted = insert.execute(&mut *tx).await;
-        match inserted {
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                return Ok(Err(Retry::CodeTaken));
-            }
-            Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => {
-                return Ok(Err(Retry::TargetGone));
-            }
-            r => r?,
-        };
-        if self.engine == Engine::Postgres {
-            sqlx::query("UPDATE accounts SET link_count = link_count + 1 WHERE id = $1")
-                .bind(&req.account_id)
-                .execute(&mut *tx)
-                .await?;
-            outbox::enqueue(&mut tx, &[link_key]).await?;
+        let now = Micros::now().0;
+        // Creations with one key must be serialised for the count in `insert_link` to be exact:
+        // writing to the key row takes its row lock until commit.
+        let mut tx = self.write.begin().await?;
+        sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(&req.key_id)
+            .execute(&mut *tx)
+            .await?;
+        let attempt = insert_link(&mut tx, Engine::Postgres, req, &target, code, now).await?;
+        if attempt.is_ok() {
+            tx.commit().await?;
         }
-        tx.commit().await?;
-        let state = RateLimitState {
-            remaining: limit.remaining - 1,
-            // With nothing counted before, this creation is the oldest in the window.
-            reset_at: if limit.remaining == RATE_LIMIT {
-                round_up_seconds(now + WINDOW_MICROS)
-            } else {
-                limit.reset_at
-            },
-            ..limit
-        };
-        let link = CreatedLink {
-            short_url: format!("https://{}/{}", target.host, code.as_str()),
-            short_code: code.as_str().to_owned(),
-            id,
-            group_id: target.group_id.clone(),
-            domain: target.host.clone(),
-            domain_id: target.domain_id.clone(),
-        };
-        Ok(Ok((link, state)))
+        Ok(attempt)
     }
 
     /// A page of the account's links, newest first, with the total of all matches.
@@ -353,6 +293,90 @@ impl Db {
 /// What is left of the key's limit in the window ending now: the key's own links created
 /// in the last hour. Also checks that the key still exists (it may have been revoked since
 /// authentication), in the same statement.
+/// What one attempt at a creation came to: the link, or a reason to try again.
+pub(super) type Attempt = Result<(CreatedLink, RateLimitState), Retry>;
+
+/// The rate-limit check and the insert of one link (with the account's counter and the outbox
+/// row) inside `tx`, which the caller commits. Creations with one key must be serialised for
+/// the count to be exact: SQLite's `BEGIN IMMEDIATE` holds the database's write lock, and on
+/// PostgreSQL the caller has written the key row. A failed insert changes nothing, so the
+/// transaction can go on with other creations.
+pub(super) async fn insert_link(
+    tx: &mut Transaction<'_, Any>,
+    engine: Engine,
+    req: &CreateLink,
+    target: &Target,
+    code: &ShortCode,
+    now: i64,
+) -> Result<Attempt, StoreError> {
+    let limit = rate_window(tx, &req.key_id, now).await?;
+    if limit.remaining == 0 {
+        return Err(StoreError::RateLimited(limit));
+    }
+    let id = new_id();
+    let link_key = kv_model::link_key(&target.host, code.as_str());
+    // The link, the account's counter and the outbox row commit together. SQLite runs the
+    // three statements in one call (one hand-off to its connection thread instead of three);
+    // PostgreSQL's extended protocol takes one statement per call.
+    const INSERT_LINK: &str = "INSERT INTO links (id, account_id, group_id, domain_id, short_code, \
+         long_url, is_active, created_at, created_by_key) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)";
+    let sql = match engine {
+        Engine::Sqlite => format!(
+            "{INSERT_LINK}; UPDATE accounts SET link_count = link_count + 1 WHERE id = $2; \
+             INSERT INTO outbox (kv_key, created_at) VALUES ($9, $7)"
+        ),
+        Engine::Postgres => INSERT_LINK.to_owned(),
+    };
+    let mut insert = sqlx::query(&sql)
+        .bind(&id)
+        .bind(&req.account_id)
+        .bind(&target.group_id)
+        .bind(&target.domain_id)
+        .bind(code.as_str())
+        .bind(req.long_url.as_str())
+        .bind(now)
+        .bind(&req.key_id);
+    if engine == Engine::Sqlite {
+        insert = insert.bind(&link_key);
+    }
+    let inserted = insert.execute(&mut **tx).await;
+    match inserted {
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            return Ok(Err(Retry::CodeTaken));
+        }
+        Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => {
+            return Ok(Err(Retry::TargetGone));
+        }
+        r => r?,
+    };
+    if engine == Engine::Postgres {
+        sqlx::query("UPDATE accounts SET link_count = link_count + 1 WHERE id = $1")
+            .bind(&req.account_id)
+            .execute(&mut **tx)
+            .await?;
+        outbox::enqueue(tx, &[link_key]).await?;
+    }
+    let state = RateLimitState {
+        remaining: limit.remaining - 1,
+        // With nothing counted before, this creation is the oldest in the window.
+        reset_at: if limit.remaining == RATE_LIMIT {
+            round_up_seconds(now + WINDOW_MICROS)
+        } else {
+            limit.reset_at
+        },
+        ..limit
+    };
+    let link = CreatedLink {
+        short_url: format!("https://{}/{}", target.host, code.as_str()),
+        short_code: code.as_str().to_owned(),
+        id,
+        group_id: target.group_id.clone(),
+        domain: target.host.clone(),
+        domain_id: target.domain_id.clone(),
+    };
+    Ok(Ok((link, state)))
+}
+
 async fn rate_window(
     tx: &mut Transaction<'_, Any>,
     key_id: &str,

@@ -11,6 +11,7 @@ mod clicks;
 mod domains;
 mod groups;
 mod keys;
+mod link_writer;
 mod links;
 mod outbox;
 
@@ -134,6 +135,8 @@ pub struct Db {
     engine: Engine,
     read: AnyPool,
     write: AnyPool,
+    /// SQLite: the task that commits new links in batches (unused on PostgreSQL).
+    link_writer: link_writer::LinkWriter,
 }
 
 /// How long a request waits for a connection before it gets a 503.
@@ -189,6 +192,7 @@ impl Db {
             engine,
             read,
             write,
+            link_writer: link_writer::LinkWriter::default(),
         })
     }
 
