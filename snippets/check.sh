@@ -38,7 +38,12 @@ extract_token() {
 expect() {
   local name=$1 url=$2 valid=$3 redirect=$4 reason=$5 token verdict
   token=$(extract_token "$url") || { failures=$((failures + 1)); return; }
-  verdict=$("${shortlink[@]}" verify --group-key "$key" --now "$now" "$token" 2>/dev/null)
+  # Not under `set -e`: a failing verify is a failed check with its message, not a silent exit.
+  if ! verdict=$("${shortlink[@]}" verify --group-key "$key" --now "$now" "$token"); then
+    echo "FAIL $name: shortlink verify failed (group key $key)" >&2
+    failures=$((failures + 1))
+    return
+  fi
   if python3 - "$verdict" "$valid" "$redirect" "$reason" <<'PY'; then
 import json, sys
 got = json.loads(sys.argv[1])

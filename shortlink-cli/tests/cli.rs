@@ -84,6 +84,36 @@ fn sign_then_verify() {
 }
 
 #[test]
+fn a_group_key_may_start_with_a_hyphen() {
+    // One base64url key in 64 starts with `-` (this one is 32 bytes of 0xF8); it must not be taken
+    // for an option, as it once was in the snippet cross-check.
+    const HYPHEN_KEY: &str = "-Pj4-Pj4-Pj4-Pj4-Pj4-Pj4-Pj4-Pj4-Pj4-Pj4-Pg";
+    let out = shortlink(&[
+        "sign",
+        "--group-key",
+        HYPHEN_KEY,
+        "--group-id",
+        GROUP,
+        "--domain",
+        "go.example.com",
+        "--destination",
+        "https://dest.example.org/",
+    ]);
+    assert!(
+        out.status.success(),
+        "sign failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = String::from_utf8(out.stdout).expect("UTF-8 output");
+    assert_eq!(
+        verify(HYPHEN_KEY, &[], token_of(url.trim_end())),
+        json!({"valid": true, "redirect_to": "https://dest.example.org/", "reason": null})
+    );
+    // A token starting with `-` is a bad token, not a usage error.
+    assert_eq!(verify(KEY, &[], "-abc"), invalid("signature"));
+}
+
+#[test]
 fn wrong_key_is_a_signature_failure_not_an_error() {
     let url = sign(&["--destination", "https://dest.example.org/"]);
     assert_eq!(verify(OTHER_KEY, &[], token_of(&url)), invalid("signature"));

@@ -9,7 +9,14 @@ use crate::parse;
 #[derive(Args)]
 pub(crate) struct SignArgs {
     /// The group's key (base64url, 32 bytes), from the dashboard's group settings.
-    #[arg(long, env = "SHORTLINK_GROUP_KEY", hide_env_values = true, value_parser = parse::group_key)]
+    // A base64url key starts with `-` one time in 64: it is a value, never an option.
+    #[arg(
+        long,
+        env = "SHORTLINK_GROUP_KEY",
+        hide_env_values = true,
+        allow_hyphen_values = true,
+        value_parser = parse::group_key
+    )]
     group_key: GroupKey,
     /// The group's id (a UUID).
     #[arg(long, value_parser = parse::uuid)]

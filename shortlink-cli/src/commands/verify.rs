@@ -10,7 +10,14 @@ use crate::parse;
 #[derive(Args)]
 pub(crate) struct VerifyArgs {
     /// The group's key (base64url, 32 bytes).
-    #[arg(long, env = "SHORTLINK_GROUP_KEY", hide_env_values = true, value_parser = parse::group_key)]
+    // A base64url key starts with `-` one time in 64: it is a value, never an option.
+    #[arg(
+        long,
+        env = "SHORTLINK_GROUP_KEY",
+        hide_env_values = true,
+        allow_hyphen_values = true,
+        value_parser = parse::group_key
+    )]
     group_key: GroupKey,
     /// Evaluate at this time (UNIX seconds) instead of the system clock.
     #[arg(long, allow_negative_numbers = true)]
@@ -19,6 +26,8 @@ pub(crate) struct VerifyArgs {
     #[arg(long = "blocked-domain", value_name = "DOMAIN")]
     blocked_domains: Vec<String>,
     /// The token, or a whole dynamic-link URL containing `signature=<token>`.
+    // A malformed token starting with `-` gets the verdict "signature", not a usage error.
+    #[arg(allow_hyphen_values = true)]
     token: String,
 }
 
