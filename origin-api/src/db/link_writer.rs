@@ -89,6 +89,11 @@ async fn commit_batch(write: &AnyPool, batch: Vec<Job>) {
     let mut answers = Vec::with_capacity(batch.len());
     let mut jobs = batch.into_iter();
     while let Some(job) = jobs.next() {
+        // Its request timed out while the batch ran: leave its link out. Only a timeout during
+        // the commit itself can still leave a created link behind a 503.
+        if job.reply.is_closed() {
+            continue;
+        }
         let now = Micros::now().0;
         let outcome = insert_link(
             &mut tx,
