@@ -3,8 +3,28 @@
 use std::fmt;
 use std::io::Write as _;
 
+use clap::Args;
+use shared_crypto::GroupKey;
+
+use crate::parse;
+
 pub(crate) mod sign;
 pub(crate) mod verify;
+
+/// `--group-key`, the same for `sign` and `verify`.
+#[derive(Args)]
+pub(crate) struct GroupKeyArg {
+    /// The group's key (base64url, 32 bytes), from the dashboard's group settings.
+    // A base64url key starts with `-` one time in 64: it is a value, never an option.
+    #[arg(
+        long,
+        env = "SHORTLINK_GROUP_KEY",
+        hide_env_values = true,
+        allow_hyphen_values = true,
+        value_parser = parse::group_key
+    )]
+    pub(crate) group_key: GroupKey,
+}
 
 /// A failed command: bad input (exit 2, like clap's usage errors) or a failure while running (exit 1).
 #[derive(Debug)]

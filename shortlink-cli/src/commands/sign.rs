@@ -1,23 +1,15 @@
 //! `shortlink sign`: build a dynamic-link URL (spec 4.7).
 
 use clap::Args;
-use shared_crypto::{GroupKey, Payload, TokenCipher, upgrade_http};
+use shared_crypto::{Payload, TokenCipher, upgrade_http};
 
-use super::{CliError, print_line, unix_now};
+use super::{CliError, GroupKeyArg, print_line, unix_now};
 use crate::parse;
 
 #[derive(Args)]
 pub(crate) struct SignArgs {
-    /// The group's key (base64url, 32 bytes), from the dashboard's group settings.
-    // A base64url key starts with `-` one time in 64: it is a value, never an option.
-    #[arg(
-        long,
-        env = "SHORTLINK_GROUP_KEY",
-        hide_env_values = true,
-        allow_hyphen_values = true,
-        value_parser = parse::group_key
-    )]
-    group_key: GroupKey,
+    #[command(flatten)]
+    key: GroupKeyArg,
     /// The group's id (a UUID).
     #[arg(long, value_parser = parse::uuid)]
     group_id: String,
@@ -67,7 +59,7 @@ pub(crate) fn run(args: &SignArgs) -> Result<(), CliError> {
         }
     }
 
-    let token = TokenCipher::new(&args.group_key)
+    let token = TokenCipher::new(&args.key.group_key)
         .seal_random(&payload)
         .map_err(|e| CliError::Runtime(e.to_string()))?;
     print_line(&dynamic_url(&args.domain, &args.group_id, &token))

@@ -2,23 +2,15 @@
 
 use clap::Args;
 use serde::Serialize;
-use shared_crypto::{DomainBlocklist, GroupKey, TokenCipher};
+use shared_crypto::{DomainBlocklist, TokenCipher};
 
-use super::{CliError, print_line, unix_now};
+use super::{CliError, GroupKeyArg, print_line, unix_now};
 use crate::parse;
 
 #[derive(Args)]
 pub(crate) struct VerifyArgs {
-    /// The group's key (base64url, 32 bytes).
-    // A base64url key starts with `-` one time in 64: it is a value, never an option.
-    #[arg(
-        long,
-        env = "SHORTLINK_GROUP_KEY",
-        hide_env_values = true,
-        allow_hyphen_values = true,
-        value_parser = parse::group_key
-    )]
-    group_key: GroupKey,
+    #[command(flatten)]
+    key: GroupKeyArg,
     /// Evaluate at this time (UNIX seconds) instead of the system clock.
     #[arg(long, allow_negative_numbers = true)]
     now: Option<i64>,
@@ -46,7 +38,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<(), CliError> {
     };
     let blocklist: DomainBlocklist = args.blocked_domains.iter().collect();
     let token = parse::token_from_arg(&args.token);
-    let verdict = match TokenCipher::new(&args.group_key).evaluate(&token, now, &blocklist) {
+    let verdict = match TokenCipher::new(&args.key.group_key).evaluate(&token, now, &blocklist) {
         Ok(url) => Verdict {
             valid: true,
             redirect_to: Some(url),
