@@ -72,11 +72,7 @@ impl LinkWriter {
 async fn run(write: AnyPool, mut jobs: mpsc::Receiver<Job>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while jobs.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        // A request that timed out or went away waits no more: do not create its link.
-        batch.retain(|job| !job.reply.is_closed());
-        if !batch.is_empty() {
-            commit_batch(&write, std::mem::take(&mut batch)).await;
-        }
+        commit_batch(&write, std::mem::take(&mut batch)).await;
     }
 }
 
@@ -89,8 +85,8 @@ async fn commit_batch(write: &AnyPool, batch: Vec<Job>) {
     let mut answers = Vec::with_capacity(batch.len());
     let mut jobs = batch.into_iter();
     while let Some(job) = jobs.next() {
-        // Its request timed out while the batch ran: leave its link out. Only a timeout during
-        // the commit itself can still leave a created link behind a 503.
+        // Its request timed out or went away (before the batch or while it ran): leave its link
+        // out. Only a timeout during the commit itself can still leave a created link behind a 503.
         if job.reply.is_closed() {
             continue;
         }
