@@ -7,9 +7,9 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use futures::StreamExt;
-use origin_api::db::{Db, DomainOwner};
-use origin_api::domain::Hostname;
 use origin_api::startup::{Application, Settings};
+use shortlink_store::domain::Hostname;
+use shortlink_store::{Db, DomainOwner};
 use sqlx::Connection;
 use std::time::{Duration, Instant};
 

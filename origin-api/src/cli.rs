@@ -1,12 +1,17 @@
 //! The `origin-api` command line (DESIGN.md "Operator CLI"): `serve`, `migrate` and `admin …`.
 //! Admin commands print one JSON object on stdout and exit 0, or a message on stderr and 1.
 
-use crate::db::{Db, DomainOwner, StoreError};
-use crate::domain::{GroupSettings, Hostname, LongUrl};
 use crate::publisher::Sink;
-use crate::startup::{Application, Settings, shutdown_signal};
+use crate::startup::{
+    Application, DEFAULT_MAX_CONNECTIONS, DEFAULT_VALIDATE_BURST, DEFAULT_VALIDATE_PER_MINUTE,
+    REQUEST_TIMEOUT, Settings, shutdown_signal,
+};
 use clap::{Args, Parser, Subcommand};
+use secrecy::SecretString;
 use serde_json::{Value, json};
+use shortlink_store::domain::{GroupSettings, Hostname, LongUrl};
+use shortlink_store::{Db, DomainOwner, DomainRow, GroupRow, StoreError};
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -29,33 +34,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the HTTP API.
-    Serve {
-        /// Address to listen on.
-        #[arg(long, env = "LISTEN_ADDR", default_value = "127.0.0.1:8080")]
-        listen: SocketAddr,
-        /// Apply pending migrations first (for development; production runs `migrate`).
-        #[arg(long)]
-        migrate: bool,
-        /// Database pool size.
-        #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 16)]
-        max_connections: u32,
-        /// Take the client IP from this header (set it only behind a proxy that overwrites it,
-        /// e.g. CF-Connecting-IP); default: the TCP peer address.
-        #[arg(long, env = "CLIENT_IP_HEADER")]
-        client_ip_header: Option<String>,
-        /// validate-dynamic: burst of requests allowed per client IP.
-        #[arg(long, env = "VALIDATE_BURST", default_value_t = 120)]
-        validate_burst: u32,
-        /// validate-dynamic: sustained requests per minute per client IP.
-        #[arg(long, env = "VALIDATE_PER_MINUTE", default_value_t = 600)]
-        validate_per_minute: u32,
-        /// Where changes are published.
-        #[command(flatten)]
-        sink: SinkArgs,
-        /// Secret the edge worker presents on /internal/… (KV-miss lookups, click events).
-        #[arg(long, env = "INTERNAL_API_SECRET", hide_env_values = true)]
-        internal_api_secret: Option<String>,
-    },
+    Serve(ServeArgs),
     /// Apply pending migrations and exit.
     Migrate,
     /// Operator commands.
@@ -63,24 +42,83 @@ pub enum Command {
     Admin(Admin),
 }
 
-/// The publisher's sink: the worker's sync route, or the Cloudflare KV REST API.
+/// Reads a secret straight into a [`SecretString`], so it never sits in a plain `String` that `Debug` prints.
+fn secret(value: &str) -> Result<SecretString, Infallible> {
+    Ok(SecretString::from(value))
+}
+
+/// `serve`: every setting of the server, each with its environment variable; the defaults are
+/// [`crate::startup`]'s constants, shared with [`Settings::new`].
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The global `--database-url` / `DATABASE_URL`.
+    #[arg(from_global)]
+    database_url: String,
+    /// Address to listen on.
+    #[arg(long, env = "LISTEN_ADDR", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Apply pending migrations first (for development; production runs `migrate`).
+    #[arg(long)]
+    migrate: bool,
+    /// Database pool size.
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: u32,
+    /// Take the client IP from this header (set it only behind a proxy that overwrites it,
+    /// e.g. CF-Connecting-IP); default: the TCP peer address.
+    #[arg(long, env = "CLIENT_IP_HEADER")]
+    client_ip_header: Option<String>,
+    /// validate-dynamic: burst of requests allowed per client IP.
+    #[arg(long, env = "VALIDATE_BURST", default_value_t = DEFAULT_VALIDATE_BURST)]
+    validate_burst: u32,
+    /// validate-dynamic: sustained requests per minute per client IP.
+    #[arg(long, env = "VALIDATE_PER_MINUTE", default_value_t = DEFAULT_VALIDATE_PER_MINUTE)]
+    validate_per_minute: u32,
+    /// Where changes are published.
+    #[command(flatten)]
+    sink: SinkArgs,
+    /// Secret the edge worker presents on /internal/… (KV-miss lookups, click events).
+    #[arg(long, env = "INTERNAL_API_SECRET", hide_env_values = true, value_parser = secret)]
+    internal_api_secret: Option<SecretString>,
+}
+
+impl From<ServeArgs> for Settings {
+    fn from(a: ServeArgs) -> Self {
+        Settings {
+            database_url: SecretString::from(a.database_url),
+            listen: a.listen,
+            max_connections: a.max_connections,
+            request_timeout: REQUEST_TIMEOUT,
+            migrate: a.migrate,
+            client_ip_header: a.client_ip_header,
+            validate_burst: a.validate_burst,
+            validate_per_minute: a.validate_per_minute,
+            sink: a.sink.into(),
+            internal_secret: a.internal_api_secret,
+        }
+    }
+}
+
+/// The publisher's sink: the worker's sync route, or the Cloudflare KV REST API. The argument parser enforces
+/// that one of them is given whole, or neither (then the outbox keeps every change until a publisher runs).
 #[derive(Debug, Args)]
 pub struct SinkArgs {
     /// The worker's sync route, e.g. http://127.0.0.1:8787/__shortlink/sync.
-    #[arg(long, env = "EDGE_SYNC_URL")]
+    #[arg(long, env = "EDGE_SYNC_URL", requires = "edge_sync_secret")]
     edge_sync_url: Option<String>,
     /// The worker's SYNC_SECRET.
-    #[arg(long, env = "EDGE_SYNC_SECRET", hide_env_values = true)]
-    edge_sync_secret: Option<String>,
+    #[arg(long, env = "EDGE_SYNC_SECRET", hide_env_values = true, value_parser = secret,
+          requires = "edge_sync_url", conflicts_with_all = ["cf_account_id", "cf_kv_namespace_id", "cf_api_token"])]
+    edge_sync_secret: Option<SecretString>,
     /// Cloudflare account id (KV REST API sink).
-    #[arg(long, env = "CF_ACCOUNT_ID")]
+    #[arg(long, env = "CF_ACCOUNT_ID", requires_all = ["cf_kv_namespace_id", "cf_api_token"],
+          conflicts_with = "edge_sync_url")]
     cf_account_id: Option<String>,
     /// Workers KV namespace id.
-    #[arg(long, env = "CF_KV_NAMESPACE_ID")]
+    #[arg(long, env = "CF_KV_NAMESPACE_ID", requires = "cf_account_id")]
     cf_kv_namespace_id: Option<String>,
     /// API token with Workers KV Storage:Edit.
-    #[arg(long, env = "CF_API_TOKEN", hide_env_values = true)]
-    cf_api_token: Option<String>,
+    #[arg(long, env = "CF_API_TOKEN", hide_env_values = true, value_parser = secret, requires = "cf_account_id")]
+    cf_api_token: Option<SecretString>,
     /// API base URL.
     #[arg(
         long,
@@ -90,19 +128,23 @@ pub struct SinkArgs {
     cf_api_base: String,
 }
 
-impl SinkArgs {
-    fn sink(self) -> Result<Option<Sink>, String> {
-        match (self.edge_sync_url, self.edge_sync_secret, self.cf_account_id, self.cf_kv_namespace_id, self.cf_api_token) {
-            (None, None, None, None, None) => Ok(None),
-            (Some(url), Some(secret), None, None, None) => Ok(Some(Sink::WorkerSync { url, secret })),
-            (None, None, Some(account_id), Some(namespace_id), Some(api_token)) => Ok(Some(Sink::CloudflareKv {
-                api_base: self.cf_api_base,
-                account_id,
-                namespace_id,
-                api_token,
-            })),
-            _ => Err("set either EDGE_SYNC_URL and EDGE_SYNC_SECRET, or CF_ACCOUNT_ID, CF_KV_NAMESPACE_ID and CF_API_TOKEN".to_owned()),
+impl From<SinkArgs> for Option<Sink> {
+    fn from(a: SinkArgs) -> Self {
+        // The parser admits only whole combinations (see the `requires` and `conflicts_with` above).
+        if let (Some(url), Some(secret)) = (a.edge_sync_url, a.edge_sync_secret) {
+            return Some(Sink::WorkerSync { url, secret });
         }
+        let (Some(account_id), Some(namespace_id), Some(api_token)) =
+            (a.cf_account_id, a.cf_kv_namespace_id, a.cf_api_token)
+        else {
+            return None;
+        };
+        Some(Sink::CloudflareKv {
+            api_base: a.cf_api_base,
+            account_id,
+            namespace_id,
+            api_token,
+        })
     }
 }
 
@@ -258,36 +300,7 @@ enum CliError {
 /// Runs a parsed command line and returns the process exit code.
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Serve {
-            listen,
-            migrate,
-            max_connections,
-            client_ip_header,
-            validate_burst,
-            validate_per_minute,
-            sink,
-            internal_api_secret,
-        } => {
-            let sink = match sink.sink() {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let settings = Settings {
-                listen,
-                migrate,
-                max_connections,
-                client_ip_header,
-                validate_burst,
-                validate_per_minute,
-                sink,
-                internal_secret: internal_api_secret,
-                ..Settings::new(cli.database_url)
-            };
-            serve(&settings).await
-        }
+        Command::Serve(args) => serve(&Settings::from(args)).await,
         Command::Migrate => report(
             async {
                 connect(&cli.database_url).await?.migrate().await?;
@@ -349,6 +362,11 @@ fn settings(json: Option<&str>) -> Result<GroupSettings, CliError> {
         .map(Option::unwrap_or_default)
 }
 
+/// A group as admin commands print it: with its key (the operator hands it to the account holder).
+fn group_json(g: GroupRow) -> Value {
+    json!({ "id": g.id, "name": g.name, "key": g.key })
+}
+
 async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
     let db = connect(url).await?;
     let out = match cmd {
@@ -356,9 +374,13 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             email,
             no_api_access,
         }) => {
-            json!(db.create_account(&email, !no_api_access).await?)
+            let a = db.create_account(&email, !no_api_access).await?;
+            json!({ "id": a.id, "default_group_id": a.default_group_id })
         }
-        Admin::Account(AccountCmd::Get { email }) => json!(db.find_account(&email).await?),
+        Admin::Account(AccountCmd::Get { email }) => {
+            let a = db.find_account(&email).await?;
+            json!({ "id": a.id, "default_group_id": a.default_group_id })
+        }
         Admin::ApiKey(ApiKeyCmd::Generate { account }) => {
             json!({ "api_key": db.generate_api_key(&account).await?.expose() })
         }
@@ -370,21 +392,25 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             account,
             name,
             settings: s,
-        }) => {
-            json!(
-                db.create_group(&account, &name, &settings(s.as_deref())?)
-                    .await?
-            )
-        }
+        }) => group_json(
+            db.create_group(&account, &name, &settings(s.as_deref())?)
+                .await?,
+        ),
         Admin::Group(GroupCmd::Update { id, settings: s }) => {
-            json!(db.update_group_settings(&id, &settings(Some(&s))?).await?)
+            group_json(db.update_group_settings(&id, &settings(Some(&s))?).await?)
         }
         Admin::Group(GroupCmd::Delete { id }) => {
             db.delete_group(&id).await?;
             json!({})
         }
         Admin::Group(GroupCmd::List { account }) => {
-            json!({ "results": db.group_rows(&account).await? })
+            let groups: Vec<Value> = db
+                .group_rows(&account)
+                .await?
+                .into_iter()
+                .map(group_json)
+                .collect();
+            json!({ "results": groups })
         }
         Admin::Domain(DomainCmd::Add(a)) => {
             let host = Hostname::parse(&a.host).map_err(invalid)?;
@@ -398,7 +424,8 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
                 Some(id) => DomainOwner::Account(id),
                 None => DomainOwner::Platform,
             };
-            json!(db.add_domain(&host, &owner, fallback.as_ref()).await?)
+            let DomainRow { id, domain } = db.add_domain(&host, &owner, fallback.as_ref()).await?;
+            json!({ "id": id, "domain": domain })
         }
         Admin::Domain(DomainCmd::Disable { id }) => {
             db.disable_domain(&id).await?;

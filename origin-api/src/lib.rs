@@ -1,9 +1,9 @@
-//! Shortlink origin: the management API (`/api/v1/external/…`), storage on SQLite or
-//! PostgreSQL, and the operator CLI. The binary in `main.rs` only wires these together.
+//! Shortlink origin: the management API (`/api/v1/external/…`), the public validation endpoint, the internal
+//! routes the edge worker calls, the publisher that drains the outbox to the edge, and the operator CLI. Every
+//! rule of the data lives in the store crate (`shortlink_store`); this crate is HTTP, CLI and startup. The
+//! binary in `main.rs` only wires these together.
 
 pub mod cli;
-pub mod db;
-pub mod domain;
 pub mod http;
 pub mod publisher;
 pub mod startup;

@@ -6,8 +6,10 @@
 //! deletes to the sink in one batch, then removes the rows. If the sink fails, the rows stay
 //! and the round is retried with exponential backoff: a committed change is never lost.
 
-use crate::db::Db;
+use rand::Rng;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
+use shortlink_store::{Db, StoreError};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
@@ -30,7 +32,7 @@ pub enum Sink {
         /// Full URL of the route.
         url: String,
         /// Bearer secret, the worker's `SYNC_SECRET`.
-        secret: String,
+        secret: SecretString,
     },
     /// The Cloudflare KV REST API (bulk write and bulk delete).
     CloudflareKv {
@@ -41,7 +43,7 @@ pub enum Sink {
         /// KV namespace id.
         namespace_id: String,
         /// API token with Workers KV write permission.
-        api_token: String,
+        api_token: SecretString,
     },
 }
 
@@ -77,7 +79,7 @@ impl Sink {
                     .collect();
                 let resp = client
                     .post(url)
-                    .bearer_auth(secret)
+                    .bearer_auth(secret.expose_secret())
                     .json(&json!({"put": put, "delete": deletes}))
                     .send()
                     .await?;
@@ -99,7 +101,7 @@ impl Sink {
                         .collect();
                     let resp = client
                         .put(format!("{base}/bulk"))
-                        .bearer_auth(api_token)
+                        .bearer_auth(api_token.expose_secret())
                         .json(&body)
                         .send()
                         .await?;
@@ -108,7 +110,7 @@ impl Sink {
                 if !deletes.is_empty() {
                     let resp = client
                         .post(format!("{base}/bulk/delete"))
-                        .bearer_auth(api_token)
+                        .bearer_auth(api_token.expose_secret())
                         .json(&deletes)
                         .send()
                         .await?;
@@ -199,8 +201,8 @@ pub async fn run(
             }
             Err(e) => {
                 handle.stats.failures.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(error = %e, retry_in = ?backoff, "publish round failed");
-                let wait = backoff;
+                let wait = jittered(backoff);
+                tracing::warn!(error = %e, retry_in = ?wait, "publish round failed");
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 (wait, false)
             }
@@ -217,6 +219,14 @@ pub async fn run(
     let _ = db.release_publisher_lease(&holder).await;
 }
 
+/// `backoff` less up to a quarter of it, at random, so that origins restarted together, or sharing one sink's
+/// outage, do not retry in step. The backoff is kept here rather than taken from a retry crate (`backon`): a retry
+/// wrapper retries one future, while this loop also sleeps between successful rounds, is woken by changes and
+/// must stop on shutdown in the middle of a wait, which the `select!` below does in one place.
+fn jittered(backoff: Duration) -> Duration {
+    backoff.mul_f64(1.0 - rand::rng().random_range(0.0..0.25))
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -228,7 +238,7 @@ fn now_ms() -> i64 {
 #[derive(Debug, thiserror::Error)]
 enum RoundError {
     #[error(transparent)]
-    Store(#[from] crate::db::StoreError),
+    Store(#[from] StoreError),
     #[error(transparent)]
     Sink(#[from] SinkError),
 }
@@ -266,4 +276,17 @@ async fn round(
     db.outbox_remove(&ids).await?;
     tracing::debug!(puts = puts.len(), deletes = deletes.len(), "published");
     Ok(keys.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_a_quarter_below() {
+        let base = Duration::from_millis(1_000);
+        let waits: Vec<Duration> = (0..200).map(|_| jittered(base)).collect();
+        assert!(waits.iter().all(|w| *w <= base && *w > base * 3 / 4));
+        assert!(waits.iter().any(|w| *w != waits[0]), "not one fixed value");
+    }
 }

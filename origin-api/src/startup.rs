@@ -1,19 +1,30 @@
 //! Building and running the server: bind first (port 0 in tests), then serve until a signal.
 
-use crate::db::{Db, StoreError};
 use crate::http::{AppState, ClientIpSource, IpRateLimiter, app};
 use crate::publisher::{PublisherHandle, Sink};
+use secrecy::{ExposeSecret, SecretString};
+use shortlink_store::{Db, StoreError};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
-/// Everything `serve` needs.
+/// Pool size when none is given (readers on SQLite, all connections on PostgreSQL).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+/// validate-dynamic: requests one IP may make at once, when not configured…
+pub const DEFAULT_VALIDATE_BURST: u32 = 120;
+/// …and per minute after that.
+pub const DEFAULT_VALIDATE_PER_MINUTE: u32 = 600;
+/// How long a request may take before it is answered with 503.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything `serve` needs. The command line builds it from `ServeArgs`; tests from [`Settings::new`]. Both
+/// take their defaults from the constants above, so each default is stated once.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// `sqlite://…` or `postgres://…`.
-    pub database_url: String,
+    /// `sqlite://…` or `postgres://…` (secret: it may carry a password).
+    pub database_url: SecretString,
     /// Address to listen on; port 0 picks a free one.
     pub listen: SocketAddr,
     /// Pool size (readers on SQLite, all connections on PostgreSQL).
@@ -32,21 +43,21 @@ pub struct Settings {
     /// keeps every change until one runs).
     pub sink: Option<Sink>,
     /// Secret the edge worker presents on `/internal/…`; None disables those routes.
-    pub internal_secret: Option<String>,
+    pub internal_secret: Option<SecretString>,
 }
 
 impl Settings {
-    /// Defaults for a database URL: loopback, a random port, 10 s requests, no migration.
+    /// Defaults for a database URL: loopback, a random port (tests), no migration, no publisher.
     pub fn new(database_url: impl Into<String>) -> Self {
         Self {
-            database_url: database_url.into(),
+            database_url: SecretString::from(database_url.into()),
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            max_connections: 16,
-            request_timeout: Duration::from_secs(10),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            request_timeout: REQUEST_TIMEOUT,
             migrate: false,
             client_ip_header: None,
-            validate_burst: 120,
-            validate_per_minute: 600,
+            validate_burst: DEFAULT_VALIDATE_BURST,
+            validate_per_minute: DEFAULT_VALIDATE_PER_MINUTE,
             sink: None,
             internal_secret: None,
         }
@@ -81,7 +92,11 @@ pub struct Application {
 impl Application {
     /// Connects the database, migrates if asked, and binds the listener.
     pub async fn build(settings: &Settings) -> Result<Self, StartError> {
-        let db = Db::connect(&settings.database_url, settings.max_connections).await?;
+        let db = Db::connect(
+            settings.database_url.expose_secret(),
+            settings.max_connections,
+        )
+        .await?;
         if settings.migrate {
             db.migrate().await?;
         }
@@ -109,7 +124,10 @@ impl Application {
                 settings.validate_burst,
                 settings.validate_per_minute,
             )),
-            internal_secret: settings.internal_secret.clone().filter(|s| !s.is_empty()),
+            internal_secret: settings
+                .internal_secret
+                .clone()
+                .filter(|s| !s.expose_secret().is_empty()),
             publisher: PublisherHandle::default(),
         };
         Ok(Self {

@@ -1,12 +1,15 @@
 //! The client's IP address, and a per-IP limiter for the unauthenticated endpoint.
 
 use super::error::ApiError;
+use super::state::AppState;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
-use std::collections::HashMap;
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::num::NonZeroU32;
 
 /// Where the client address comes from. Behind a proxy or CDN the socket peer is the proxy,
 /// so the operator names the header it sets (e.g. `CF-Connecting-IP`); trusting a header
@@ -21,13 +24,10 @@ pub struct ClientIpSource {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ClientIp(pub(crate) Option<IpAddr>);
 
-impl FromRequestParts<super::AppState> for ClientIp {
+impl FromRequestParts<AppState> for ClientIp {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &super::AppState,
-    ) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         if let Some(name) = &state.client_ip.header {
             // X-Forwarded-For may hold a chain; the left-most entry is the original client.
             let from_header = parts
@@ -48,75 +48,93 @@ impl FromRequestParts<super::AppState> for ClientIp {
     }
 }
 
-/// A token bucket per client IP, in memory: each origin process limits on its own, which
-/// is enough to stop one client from hammering the public endpoint.
-#[derive(Debug)]
-pub struct IpRateLimiter {
-    burst: f64,
-    per_second: f64,
-    buckets: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+/// A rate limit per client IP, in memory (GCRA, `governor`): each origin process limits on its own, which is
+/// enough to stop one client from hammering the public endpoint.
+pub struct IpRateLimiter<C: Clock = DefaultClock> {
+    limiter: RateLimiter<IpAddr, DefaultKeyedStateStore<IpAddr>, C, NoOpMiddleware<C::Instant>>,
+    clock: C,
 }
 
-/// Distinct addresses tracked at most; beyond it idle (full) buckets are dropped first.
+/// Distinct addresses tracked at most; beyond it addresses whose allowance is full again are forgotten.
 const MAX_TRACKED: usize = 100_000;
 
 impl IpRateLimiter {
-    /// `burst` requests at once, refilled at `per_minute` a minute.
+    /// `burst` requests at once, refilled at `per_minute` a minute (0 counts as 1).
     pub fn new(burst: u32, per_minute: u32) -> Self {
+        Self::with_clock(burst, per_minute, DefaultClock::default())
+    }
+}
+
+impl<C: Clock + Clone> IpRateLimiter<C> {
+    fn with_clock(burst: u32, per_minute: u32, clock: C) -> Self {
+        let at_least_one = |n: u32| NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+        let quota = Quota::per_minute(at_least_one(per_minute)).allow_burst(at_least_one(burst));
         Self {
-            burst: f64::from(burst),
-            per_second: f64::from(per_minute) / 60.0,
-            buckets: Mutex::new(HashMap::new()),
+            limiter: RateLimiter::dashmap_with_clock(quota, clock.clone()),
+            clock,
         }
     }
 
-    /// Takes one token for `ip`, or says how many seconds until one is available.
-    pub fn check(&self, ip: Option<IpAddr>, now: Instant) -> Result<(), u64> {
-        // Requests with no address at all share one bucket: they still cannot flood.
+    /// Takes one request's allowance for `ip`, or says how many whole seconds until one is available.
+    pub fn check(&self, ip: Option<IpAddr>) -> Result<(), u64> {
+        // Requests with no address at all share one allowance: they still cannot flood.
         let ip = ip.unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() >= MAX_TRACKED && !buckets.contains_key(&ip) {
-            let (burst, rate) = (self.burst, self.per_second);
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
-            });
+        if self.limiter.len() >= MAX_TRACKED {
+            self.limiter.retain_recent();
         }
-        let (tokens, at) = buckets.entry(ip).or_insert((self.burst, now));
-        *tokens =
-            (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(((1.0 - *tokens) / self.per_second).ceil().max(1.0) as u64)
-        }
+        self.limiter.check_key(&ip).map_err(|not_until| {
+            let wait = not_until.wait_time_from(self.clock.now());
+            wait.as_secs_f64().ceil().max(1.0) as u64
+        })
+    }
+}
+
+impl<C: Clock> std::fmt::Debug for IpRateLimiter<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IpRateLimiter")
+            .field("tracked", &self.limiter.len())
+            .finish()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use governor::clock::FakeRelativeClock;
     use std::time::Duration;
 
     #[test]
-    fn bucket_drains_and_refills_per_ip() {
-        let limiter = IpRateLimiter::new(3, 60);
-        let t0 = Instant::now();
+    fn allowance_drains_and_refills_per_ip() {
+        let clock = FakeRelativeClock::default();
+        let limiter = IpRateLimiter::with_clock(3, 60, clock.clone());
         let a = Some(IpAddr::from([10, 0, 0, 1]));
         let b = Some(IpAddr::from([10, 0, 0, 2]));
         for _ in 0..3 {
-            assert!(limiter.check(a, t0).is_ok());
+            assert!(limiter.check(a).is_ok());
         }
-        assert_eq!(limiter.check(a, t0), Err(1));
+        assert_eq!(limiter.check(a), Err(1));
         assert!(
-            limiter.check(b, t0).is_ok(),
-            "another address has its own bucket"
+            limiter.check(b).is_ok(),
+            "another address has its own allowance"
         );
         assert!(
-            limiter.check(a, t0 + Duration::from_millis(1_000)).is_ok(),
-            "one token a second"
+            limiter.check(None).is_ok(),
+            "no address: one shared allowance"
         );
-        assert!(limiter.check(a, t0 + Duration::from_millis(1_100)).is_err());
+        clock.advance(Duration::from_millis(1_000));
+        assert!(limiter.check(a).is_ok(), "one request a second");
+        clock.advance(Duration::from_millis(100));
+        assert!(limiter.check(a).is_err());
+    }
+
+    #[test]
+    fn retry_after_counts_whole_seconds() {
+        let clock = FakeRelativeClock::default();
+        let limiter = IpRateLimiter::with_clock(1, 6, clock.clone());
+        let a = Some(IpAddr::from([10, 0, 0, 1]));
+        assert!(limiter.check(a).is_ok());
+        assert_eq!(limiter.check(a), Err(10), "6 a minute: the next in 10 s");
+        clock.advance(Duration::from_millis(9_500));
+        assert_eq!(limiter.check(a), Err(1), "half a second rounds up to one");
     }
 }

@@ -1,17 +1,16 @@
 //! `POST /api/v1/public/links/validate-dynamic` (spec 4.6): is a client-built token valid?
 //! Public (no API key): it reveals no more than following the link would.
 
-use super::AppState;
 use super::client_ip::ClientIp;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody, ServerErrors};
 use super::extract::JsonBody;
-use crate::domain::Micros;
+use super::state::AppState;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use shared_crypto::{GroupKey, TokenCipher};
-use std::time::Instant;
+use shortlink_store::domain::Micros;
 
 /// A token is at most ~3 KB (a 2048-character destination, base64url); 8 KiB leaves room.
 const MAX_BODY_BYTES: usize = 8 * 1024;
@@ -50,23 +49,23 @@ pub(crate) struct Outcome {
     responses(
         (status = 200, description = "The verdict", body = Outcome),
         (status = 400, description = "`invalid_json` or `validation_error`: not `{group_id: string, signature: string}`",
-            body = super::openapi::ErrorBody),
-        (status = 413, description = "`payload_too_large`: body over 8 KiB", body = super::openapi::ErrorBody),
-        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = super::openapi::ErrorBody),
+            body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: body over 8 KiB", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
         (status = 429, description = "`rate_limited`: too many requests from this address",
-            body = super::openapi::ErrorBody,
+            body = ErrorBody,
             headers(("Retry-After" = i64, description = "Seconds until the next request is allowed"))),
-        super::openapi::ServerErrors,
+        ServerErrors,
     ),
 )]
-async fn validate(
+pub(crate) async fn validate(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,
     JsonBody(body): JsonBody<ValidateBody, MAX_BODY_BYTES>,
 ) -> Result<Json<Outcome>, ApiError> {
     state
         .validate_limiter
-        .check(ip, Instant::now())
+        .check(ip)
         .map_err(|retry_after| ApiError::TooManyRequests { retry_after })?;
     let verdict = evaluate(&state, &body).await?;
     if let Err(reason) = verdict {

@@ -1,10 +1,12 @@
 //! The HTTP error: every failure a handler can have, each with an explicit status and a
 //! `{detail, error_code}` body (spec 7), so no path leaks a framework default.
 
-use crate::db::{RateLimitState, StoreError};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use shortlink_store::domain::ListParam;
+use shortlink_store::{RateLimitState, StoreError};
+use utoipa::ToSchema;
 
 /// Every failure a handler can return.
 #[derive(Debug, thiserror::Error)]
@@ -18,8 +20,8 @@ pub enum ApiError {
     /// A list-links query parameter is invalid (400 with a per-parameter code).
     #[error("{detail}")]
     InvalidQuery {
-        /// Stable code, see README.
-        code: &'static str,
+        /// The parameter.
+        param: ListParam,
         /// Message.
         detail: String,
     },
@@ -66,35 +68,117 @@ pub enum ApiError {
     Internal,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
+/// The stable error codes (see the README's error table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// 400: a field fails validation, or a JSON value has the wrong type.
+    ValidationError,
+    /// 400: the body is not JSON.
+    InvalidJson,
+    /// 400: the short code is taken on the target domain.
+    ShortCodeExists,
+    /// 400: no platform domain is enabled.
+    PlatformDomainUnavailable,
+    /// 400: list links, bad `limit`.
+    InvalidLimit,
+    /// 400: list links, bad `offset`.
+    InvalidOffset,
+    /// 400: list links, bad `match`.
+    InvalidMatch,
+    /// 400: list links, bad `long_url`.
+    InvalidLongUrl,
+    /// 401: missing, malformed, unknown, replaced or revoked key, or another scheme.
+    NotAuthenticated,
+    /// 403: the account has no API access.
+    PermissionDenied,
+    /// 404: unknown path or resource.
+    NotFound,
+    /// 405: known path, wrong method.
+    MethodNotAllowed,
+    /// 413: body over the limit.
+    PayloadTooLarge,
+    /// 415: the body is not declared as JSON.
+    UnsupportedMediaType,
+    /// 429: rate limit exceeded.
+    RateLimited,
+    /// 503: database unreachable or request over 10 s.
+    ServiceUnavailable,
+    /// 500: a bug; the cause is logged, never returned.
+    InternalError,
+}
+
+/// Every error response: a message for people and a stable code for programs.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    /// What went wrong, for people.
     detail: String,
-    error_code: &'a str,
+    /// What went wrong, for programs.
+    error_code: ErrorCode,
+}
+
+/// The failures of every endpoint that needs an API key (spec 5), for the OpenAPI document. Never built: the
+/// responses themselves are [`ApiError`]s; this only names them once for every `#[utoipa::path]`.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum AuthErrors {
+    /// `not_authenticated`: missing, malformed, unknown or revoked key, or another scheme
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Token`")))]
+    Unauthenticated(ErrorBody),
+    /// `permission_denied`: the account has no API access
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+}
+
+/// The failures any endpoint may have, for the OpenAPI document (never built, like [`AuthErrors`]).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum ServerErrors {
+    /// `internal_error`: a bug
+    #[response(status = 500)]
+    Internal(ErrorBody),
+    /// `service_unavailable`: database unreachable or request over 10 s
+    #[response(status = 503, headers(("Retry-After" = i64, description = "1")))]
+    Unavailable(ErrorBody),
 }
 
 impl ApiError {
-    fn status_and_code(&self) -> (StatusCode, &'static str) {
+    fn status_and_code(&self) -> (StatusCode, ErrorCode) {
         match self {
-            Self::Validation(_) => (StatusCode::BAD_REQUEST, "validation_error"),
-            Self::InvalidJson(_) => (StatusCode::BAD_REQUEST, "invalid_json"),
-            Self::InvalidQuery { code, .. } => (StatusCode::BAD_REQUEST, code),
-            Self::ShortCodeExists => (StatusCode::BAD_REQUEST, "short_code_exists"),
-            Self::PlatformDomainUnavailable => {
-                (StatusCode::BAD_REQUEST, "platform_domain_unavailable")
-            }
-            Self::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "not_authenticated"),
-            Self::Forbidden => (StatusCode::FORBIDDEN, "permission_denied"),
-            Self::NotFound => (StatusCode::NOT_FOUND, "not_found"),
-            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            Self::UnsupportedMediaType => {
-                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
-            }
+            Self::Validation(_) => (StatusCode::BAD_REQUEST, ErrorCode::ValidationError),
+            Self::InvalidJson(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidJson),
+            Self::InvalidQuery { param, .. } => (
+                StatusCode::BAD_REQUEST,
+                match param {
+                    ListParam::Limit => ErrorCode::InvalidLimit,
+                    ListParam::Offset => ErrorCode::InvalidOffset,
+                    ListParam::LongUrl => ErrorCode::InvalidLongUrl,
+                    ListParam::Match => ErrorCode::InvalidMatch,
+                },
+            ),
+            Self::ShortCodeExists => (StatusCode::BAD_REQUEST, ErrorCode::ShortCodeExists),
+            Self::PlatformDomainUnavailable => (
+                StatusCode::BAD_REQUEST,
+                ErrorCode::PlatformDomainUnavailable,
+            ),
+            Self::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, ErrorCode::NotAuthenticated),
+            Self::Forbidden => (StatusCode::FORBIDDEN, ErrorCode::PermissionDenied),
+            Self::NotFound => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed),
+            Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
+            Self::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::UnsupportedMediaType,
+            ),
             Self::RateLimited(_) | Self::TooManyRequests { .. } => {
-                (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
+                (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited)
             }
-            Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "service_unavailable"),
-            Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
+            Self::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::ServiceUnavailable,
+            ),
+            Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::InternalError),
         }
     }
 }
@@ -115,7 +199,7 @@ pub(crate) fn rate_limit_headers(state: &RateLimitState, headers: &mut HeaderMap
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, error_code) = self.status_and_code();
-        let body = Body {
+        let body = ErrorBody {
             detail: self.to_string(),
             error_code,
         };
@@ -153,13 +237,22 @@ impl From<StoreError> for ApiError {
                 Self::Validation("long_url points to a blocked domain".to_owned())
             }
             // The key was revoked between authentication and the write.
-            StoreError::NotFound("api key") => Self::Unauthenticated("invalid API key"),
+            StoreError::KeyRevoked => Self::Unauthenticated("invalid API key"),
+            StoreError::NotFound(_) => Self::NotFound,
+            StoreError::Invalid(detail) => Self::Validation(detail),
+            StoreError::DefaultGroup => Self::Validation(e.to_string()),
             StoreError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "database unavailable");
                 Self::Unavailable
             }
-            other => {
-                tracing::error!(error = %other, "internal error");
+            // Duplicates the API never asks for (emails, hosts: operator commands), bad configuration, broken
+            // invariants and unexpected database errors: logged, never shown.
+            StoreError::Conflict(_)
+            | StoreError::Config(_)
+            | StoreError::Internal(_)
+            | StoreError::Database(_)
+            | StoreError::Migrate(_) => {
+                tracing::error!(error = %e, "internal error");
                 Self::Internal
             }
         }

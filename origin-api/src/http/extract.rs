@@ -1,11 +1,12 @@
 //! Extractors that fail with [`ApiError`], so authentication and bad bodies get our shape.
 
-use super::{AppState, error::ApiError};
-use crate::db::AuthContext;
-use crate::domain::{ApiKey, KeyFormatError};
+use super::error::ApiError;
+use super::state::AppState;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{header, request::Parts};
 use serde::de::DeserializeOwned;
+use shortlink_store::AuthContext;
+use shortlink_store::domain::{ApiKey, KeyFormatError};
 
 /// The authenticated caller of a management endpoint.
 #[derive(Debug, Clone)]

@@ -1,21 +1,21 @@
 //! `/api/v1/external/groups` (spec 4.4).
 
-use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, AuthErrors, ServerErrors};
 use super::extract::Caller;
-use super::links::Results;
+use super::state::AppState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 /// The routes of this resource.
 pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/api/v1/external/groups", get(list_groups))
 }
 
-/// A link group.
-#[derive(Serialize, utoipa::ToSchema)]
+/// A link group, as listed (no key in lists).
+#[derive(Serialize, ToSchema)]
 pub(crate) struct Group {
     /// Group id, used as `group_id`.
     #[schema(format = Uuid)]
@@ -25,8 +25,7 @@ pub(crate) struct Group {
 }
 
 /// The account's groups.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
 pub(crate) struct GroupList {
     /// By name, case-insensitively (then by exact name and id).
     results: Vec<Group>,
@@ -41,16 +40,16 @@ pub(crate) struct GroupList {
     security(("Token" = [])),
     responses(
         (status = 200, description = "The groups", body = GroupList),
-        super::openapi::AuthErrors,
-        super::openapi::ServerErrors,
+        AuthErrors,
+        ServerErrors,
     ),
 )]
-async fn list_groups(
+pub(crate) async fn list_groups(
     State(state): State<AppState>,
     Caller(caller): Caller,
-) -> Result<Json<Results<Group>>, ApiError> {
+) -> Result<Json<GroupList>, ApiError> {
     let groups = state.db.list_groups(&caller.account_id).await?;
-    Ok(Json(Results {
+    Ok(Json(GroupList {
         results: groups
             .into_iter()
             .map(|(id, name)| Group { id, name })

@@ -2,17 +2,18 @@
 //! `INTERNAL_API_SECRET` (Bearer, compared in constant time). Without a configured secret
 //! these routes do not exist.
 
-use super::AppState;
 use super::error::ApiError;
 use super::extract::JsonBody;
-use crate::db::ClickEvent;
+use super::state::AppState;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::{header, request::Parts};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use kv_model::ResolvedLink;
+use secrecy::ExposeSecret;
 use serde::Deserialize;
+use shortlink_store::ClickEvent;
 use subtle::ConstantTimeEq;
 
 /// Most events in one batch, and the body limit that fits them.
@@ -34,7 +35,7 @@ impl FromRequestParts<AppState> for Edge {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         // Not configured: behave as if the route did not exist.
-        let Some(secret) = state.internal_secret.as_deref() else {
+        let Some(secret) = state.internal_secret.as_ref() else {
             return Err(ApiError::NotFound);
         };
         let given = parts
@@ -43,7 +44,7 @@ impl FromRequestParts<AppState> for Edge {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default();
-        if bool::from(given.as_bytes().ct_eq(secret.as_bytes())) {
+        if bool::from(given.as_bytes().ct_eq(secret.expose_secret().as_bytes())) {
             Ok(Edge)
         } else {
             Err(ApiError::Unauthenticated("invalid internal credentials"))
@@ -65,9 +66,39 @@ async fn resolve(
     Ok(Json(ResolvedLink::new(link, group)).into_response())
 }
 
+/// A batch of click events as the worker posts it (edge-worker `analytics.rs` writes this shape).
 #[derive(Debug, Deserialize)]
 struct ClickBatch {
-    events: Vec<ClickEvent>,
+    events: Vec<ClickBody>,
+}
+
+/// One visitor request, as the edge reports it.
+#[derive(Debug, Deserialize)]
+struct ClickBody {
+    host: String,
+    #[serde(default)]
+    short_code: Option<String>,
+    group_id: String,
+    at: i64,
+    #[serde(default)]
+    country: Option<String>,
+    #[serde(default)]
+    referer_host: Option<String>,
+    device: String,
+}
+
+impl From<ClickBody> for ClickEvent {
+    fn from(c: ClickBody) -> Self {
+        Self {
+            host: c.host,
+            short_code: c.short_code,
+            group_id: c.group_id,
+            at: c.at,
+            country: c.country,
+            referer_host: c.referer_host,
+            device: c.device,
+        }
+    }
 }
 
 async fn clicks(
@@ -80,6 +111,7 @@ async fn clicks(
             "at most {MAX_EVENTS} events per batch"
         )));
     }
-    let stored = state.db.record_clicks(batch.events).await?;
+    let events = batch.events.into_iter().map(ClickEvent::from).collect();
+    let stored = state.db.record_clicks(events).await?;
     Ok(Json(serde_json::json!({ "stored": stored })))
 }

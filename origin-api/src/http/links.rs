@@ -1,16 +1,17 @@
 //! `/api/v1/external/links`: create (4.1), list (4.2), enabled domains (4.3).
 
-use super::AppState;
-use super::error::{ApiError, rate_limit_headers};
+use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors, rate_limit_headers};
 use super::extract::{Caller, JsonBody};
-use crate::db::{CreateLink, CreatedLink, DomainRow, ListedLink};
-use crate::domain::{ListQuery, LongUrl, ShortCode};
+use super::state::AppState;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use shortlink_store::domain::{ListQuery, LongUrl, ShortCode};
+use shortlink_store::{CreateLink, DomainRow};
+use utoipa::ToSchema;
 
 /// The routes of this resource.
 pub(crate) fn router() -> Router<AppState> {
@@ -24,7 +25,7 @@ pub(crate) fn router() -> Router<AppState> {
 }
 
 /// create-link request body (spec 4.1). `null` is the same as an absent field.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct CreateLinkBody {
     /// Destination: `https://` (checked literally), at most 2048 characters, no whitespace
     /// or control characters, a valid host, not on the blocked domain list.
@@ -54,6 +55,123 @@ pub(crate) struct CreateLinkBody {
     domain_id: Option<String>,
 }
 
+/// A created link (spec 2, "Link (as created)").
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct CreatedLink {
+    /// Link id.
+    #[schema(format = Uuid)]
+    id: String,
+    /// The stored (lowercase) alias.
+    short_code: String,
+    /// `https://<domain>/<short_code>`.
+    short_url: String,
+    /// The group the link went to.
+    #[schema(format = Uuid)]
+    group_id: String,
+    /// The hostname the link resolves on.
+    domain: String,
+    /// The domain's id.
+    #[schema(format = Uuid)]
+    domain_id: String,
+}
+
+impl From<shortlink_store::CreatedLink> for CreatedLink {
+    fn from(l: shortlink_store::CreatedLink) -> Self {
+        Self {
+            id: l.id,
+            short_code: l.short_code,
+            short_url: l.short_url,
+            group_id: l.group_id,
+            domain: l.domain,
+            domain_id: l.domain_id,
+        }
+    }
+}
+
+/// A listed link (spec 2, "Link (as listed)").
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ListedLink {
+    /// Link id.
+    #[schema(format = Uuid)]
+    id: String,
+    /// Alias.
+    short_code: String,
+    /// Destination.
+    long_url: String,
+    /// Hostname the link is served on.
+    domain: String,
+    /// Owning group.
+    #[schema(format = Uuid)]
+    group_id: String,
+    /// true: the link redirects; false: it is paused.
+    is_active: bool,
+    /// UTC, six fractional digits and `Z`, e.g. `2026-11-22T04:48:11.614362Z`.
+    #[schema(format = DateTime, example = "2026-11-22T04:48:11.614362Z")]
+    created_at: String,
+}
+
+impl From<shortlink_store::ListedLink> for ListedLink {
+    fn from(l: shortlink_store::ListedLink) -> Self {
+        Self {
+            id: l.id,
+            short_code: l.short_code,
+            long_url: l.long_url,
+            domain: l.domain,
+            group_id: l.group_id,
+            is_active: l.is_active,
+            created_at: l.created_at,
+        }
+    }
+}
+
+/// A domain usable as `domain_id` (spec 2, "Domain").
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Domain {
+    /// Domain id.
+    #[schema(format = Uuid)]
+    id: String,
+    /// Hostname.
+    domain: String,
+}
+
+/// The enabled domains, by hostname.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DomainList {
+    /// Platform domains and the account's active custom domains.
+    results: Vec<Domain>,
+}
+
+/// Query parameters of list links, for the OpenAPI document. The handler parses the raw query itself
+/// ([`ListQuery`]: one error code per parameter, a repeated parameter refused), so this is never built.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub(crate) struct ListParams {
+    /// Page size, plain decimal digits.
+    #[param(minimum = 1, maximum = 100, default = 20)]
+    limit: Option<u32>,
+    /// Links to skip, plain decimal digits.
+    #[param(minimum = 0, maximum = 1_000_000_000, default = 0)]
+    offset: Option<u64>,
+    /// Filter by destination URL (see `match`); the prefix is literal.
+    #[param(max_length = 2048)]
+    long_url: Option<String>,
+    /// `exact` (the default) or `startswith`; applies to `long_url`.
+    #[param(rename = "match", inline)]
+    r#match: Option<MatchParam>,
+}
+
+/// How `long_url` filters (documentation of [`ListParams`]; never built).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub(crate) enum MatchParam {
+    /// The whole URL.
+    Exact,
+    /// A prefix.
+    Startswith,
+}
+
 /// A UUID field: refused when it is not one (a typed field of the spec), normalised so that
 /// upper- and lowercase spellings find the same row.
 fn parse_uuid(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
@@ -76,29 +194,29 @@ fn parse_uuid(field: &str, value: Option<String>) -> Result<Option<String>, ApiE
     request_body(content = CreateLinkBody, content_type = "application/json"),
     security(("Token" = [])),
     responses(
-        (status = 201, description = "The link", body = super::openapi::CreatedLink,
+        (status = 201, description = "The link", body = CreatedLink,
             headers(
                 ("X-RateLimit-Limit" = i64, description = "Creations allowed per rolling hour (100)"),
                 ("X-RateLimit-Remaining" = i64, description = "Creations left now"),
                 ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted creation leaves the window"),
             )),
         (status = 400, description = "`validation_error`, `invalid_json`, `short_code_exists` or `platform_domain_unavailable`",
-            body = super::openapi::ErrorBody),
-        super::openapi::AuthErrors,
-        (status = 413, description = "`payload_too_large`: body over 16 KiB", body = super::openapi::ErrorBody),
-        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = super::openapi::ErrorBody),
+            body = ErrorBody),
+        AuthErrors,
+        (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
         (status = 429, description = "`rate_limited`: 100 creations in the last hour with this key",
-            body = super::openapi::ErrorBody,
+            body = ErrorBody,
             headers(
                 ("X-RateLimit-Limit" = i64, description = "Creations allowed per rolling hour (100)"),
                 ("X-RateLimit-Remaining" = i64, description = "0"),
                 ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted creation leaves the window"),
                 ("Retry-After" = i64, description = "Seconds until one more creation is allowed"),
             )),
-        super::openapi::ServerErrors,
+        ServerErrors,
     ),
 )]
-async fn create_link(
+pub(crate) async fn create_link(
     State(state): State<AppState>,
     Caller(caller): Caller,
     JsonBody(body): JsonBody<CreateLinkBody>,
@@ -120,16 +238,16 @@ async fn create_link(
         group_id,
         domain_id,
     };
-    let (link, limit): (CreatedLink, _) = state.db.create_link(&req).await?;
+    let (link, limit) = state.db.create_link(&req).await?;
     // The link is committed with its outbox row; tell the publisher now rather than at its next poll.
     state.publisher.wake.notify_one();
-    let mut response = (StatusCode::CREATED, Json(link)).into_response();
+    let mut response = (StatusCode::CREATED, Json(CreatedLink::from(link))).into_response();
     rate_limit_headers(&limit, response.headers_mut());
     Ok(response)
 }
 
 /// One page of the account's links, newest first.
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub(crate) struct LinkList {
     /// Offset applied.
     offset: u64,
@@ -138,7 +256,6 @@ pub(crate) struct LinkList {
     /// Links matching the filter, ignoring pagination.
     total: i64,
     /// The page.
-    #[schema(value_type = Vec<super::openapi::ListedLink>)]
     results: Vec<ListedLink>,
 }
 
@@ -150,23 +267,23 @@ pub(crate) struct LinkList {
     path = "/api/v1/external/links",
     tag = "links",
     operation_id = "list_links",
-    params(super::openapi::ListParams),
+    params(ListParams),
     security(("Token" = [])),
     responses(
         (status = 200, description = "One page of links", body = LinkList),
         (status = 400, description = "`invalid_limit`, `invalid_offset`, `invalid_match` or `invalid_long_url`",
-            body = super::openapi::ErrorBody),
-        super::openapi::AuthErrors,
-        super::openapi::ServerErrors,
+            body = ErrorBody),
+        AuthErrors,
+        ServerErrors,
     ),
 )]
-async fn list_links(
+pub(crate) async fn list_links(
     State(state): State<AppState>,
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Json<LinkList>, ApiError> {
     let q = ListQuery::parse(query.as_deref()).map_err(|e| ApiError::InvalidQuery {
-        code: e.code,
+        param: e.param,
         detail: e.detail,
     })?;
     let filter = q.filter.as_ref().map(|(v, m)| (v.as_str(), *m));
@@ -178,14 +295,8 @@ async fn list_links(
         offset: q.offset,
         limit: q.limit,
         total: page.total,
-        results: page.results,
+        results: page.results.into_iter().map(ListedLink::from).collect(),
     }))
-}
-
-/// `{"results": [...]}`, the envelope of the unpaginated lists.
-#[derive(Serialize)]
-pub(crate) struct Results<T> {
-    pub(crate) results: Vec<T>,
 }
 
 /// The domains usable as `domain_id`: the platform domains and the account's active custom
@@ -197,16 +308,20 @@ pub(crate) struct Results<T> {
     operation_id = "enabled_domains",
     security(("Token" = [])),
     responses(
-        (status = 200, description = "The enabled domains", body = super::openapi::DomainList),
-        super::openapi::AuthErrors,
-        super::openapi::ServerErrors,
+        (status = 200, description = "The enabled domains", body = DomainList),
+        AuthErrors,
+        ServerErrors,
     ),
 )]
-async fn enabled_domains(
+pub(crate) async fn enabled_domains(
     State(state): State<AppState>,
     Caller(caller): Caller,
-) -> Result<Json<Results<DomainRow>>, ApiError> {
-    Ok(Json(Results {
-        results: state.db.enabled_domains(&caller.account_id).await?,
+) -> Result<Json<DomainList>, ApiError> {
+    let domains = state.db.enabled_domains(&caller.account_id).await?;
+    Ok(Json(DomainList {
+        results: domains
+            .into_iter()
+            .map(|DomainRow { id, domain }| Domain { id, domain })
+            .collect(),
     }))
 }

@@ -1,0 +1,26 @@
+//! What every handler shares: the store, the request bound, the client-address rule, the public endpoint's
+//! limiter, the edge's secret and the publisher's handle. Its own file so resources depend on it, not on `mod.rs`.
+
+use super::client_ip::{ClientIpSource, IpRateLimiter};
+use crate::publisher::PublisherHandle;
+use secrecy::SecretString;
+use shortlink_store::Db;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Shared state of every handler.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// The database.
+    pub db: Db,
+    /// How long a request may take before it is answered with 503.
+    pub request_timeout: Duration,
+    /// Where the client address of a request comes from.
+    pub client_ip: ClientIpSource,
+    /// Per-IP limit of the public validation endpoint.
+    pub validate_limiter: Arc<IpRateLimiter>,
+    /// Secret of the edge worker's calls to `/internal/…`; None disables those routes.
+    pub internal_secret: Option<SecretString>,
+    /// Wakes the publisher after a change, and its counters.
+    pub publisher: PublisherHandle,
+}

@@ -1,0 +1,20 @@
+//! The origin's integration tests, one binary (one link step instead of twelve): each module starts the real
+//! origin on a random port against a fresh database, SQLite and PostgreSQL (`common`), and speaks HTTP to it.
+
+#![allow(missing_docs, clippy::unwrap_used)]
+
+#[macro_use]
+mod common;
+
+mod auth;
+mod cli;
+mod create_link;
+mod faults;
+mod isolation;
+mod listing;
+mod openapi;
+mod outbox;
+mod process;
+mod publisher;
+mod rate_limit;
+mod validate_dynamic;

@@ -1,0 +1,301 @@
+//! Origin side of the edge read model: every change enqueues its KV keys in the same
+//! transaction, the records read back follow the KV contract (kv-model), and the internal
+//! endpoints the worker calls (resolve, clicks) and the stats extension behave.
+
+use crate::common::{Engine, TestApp, TestDb, assert_error, json};
+use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, LinkRecord, ResolvedLink};
+use serde_json::json;
+use shortlink_store::domain::{GroupSettings, Hostname};
+
+async fn pending_keys(app: &TestApp) -> Vec<String> {
+    app.db
+        .outbox_batch(10_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, k)| k)
+        .collect()
+}
+
+async fn drain(app: &TestApp) {
+    let ids: Vec<i64> = app
+        .db
+        .outbox_batch(10_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    app.db.outbox_remove(&ids).await.unwrap();
+}
+
+async fn record<T: serde::de::DeserializeOwned>(app: &TestApp, key: &str) -> Option<T> {
+    app.db
+        .kv_record(key)
+        .await
+        .unwrap()
+        .map(|v| serde_json::from_str(&v).unwrap())
+}
+
+async fn every_change_enqueues_its_key(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let domain = app.platform_domain("sho.rt").await;
+    let acc = app.account(true).await;
+    let keys = pending_keys(&app).await;
+    assert!(keys.contains(&"domain:sho.rt".to_owned()), "{keys:?}");
+    assert!(
+        keys.contains(&format!("group:{}", acc.default_group_id)),
+        "{keys:?}"
+    );
+    drain(&app).await;
+
+    let settings =
+        GroupSettings::parse(r#"{"access":{"block_bots":true},"analytics":{"enabled":true}}"#)
+            .unwrap();
+    let group = app
+        .db
+        .create_group(&acc.id, "Promo", &settings)
+        .await
+        .unwrap();
+    let (s, link) = json(
+        app.create(
+            &acc.key,
+            json!({"long_url": "https://a.com/x", "short_code": "Promo", "group_id": group.id}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(s, 201);
+    assert_eq!(
+        pending_keys(&app).await,
+        [
+            format!("group:{}", group.id),
+            "link:sho.rt:promo".to_owned()
+        ]
+    );
+    let g: GroupRecord = record(&app, &format!("group:{}", group.id)).await.unwrap();
+    assert_eq!(g.key, group.key);
+    assert!(g.settings.access.block_bots && g.settings.analytics.enabled);
+    let l: LinkRecord = record(&app, "link:sho.rt:promo").await.unwrap();
+    assert_eq!(
+        l,
+        LinkRecord::new("https://a.com/x", group.id.clone(), true)
+    );
+    drain(&app).await;
+
+    // Settings change; group delete moves the link (its record changes) and deletes the key.
+    let settings = GroupSettings::parse(r#"{"monetization":{"interstitial_seconds":3}}"#).unwrap();
+    app.db
+        .update_group_settings(&group.id, &settings)
+        .await
+        .unwrap();
+    assert_eq!(pending_keys(&app).await, [format!("group:{}", group.id)]);
+    drain(&app).await;
+    app.db.delete_group(&group.id).await.unwrap();
+    let keys = pending_keys(&app).await;
+    assert!(
+        keys.contains(&format!("group:{}", group.id))
+            && keys.contains(&"link:sho.rt:promo".to_owned()),
+        "{keys:?}"
+    );
+    assert!(
+        app.db
+            .kv_record(&format!("group:{}", group.id))
+            .await
+            .unwrap()
+            .is_none(),
+        "deleted: a KV delete"
+    );
+    let l: LinkRecord = record(&app, "link:sho.rt:promo").await.unwrap();
+    assert_eq!(l.group_id, acc.default_group_id);
+    assert_eq!(link["id"].as_str().map(str::len), Some(36));
+    drain(&app).await;
+
+    app.db.disable_domain(&domain.id).await.unwrap();
+    assert_eq!(pending_keys(&app).await, ["domain:sho.rt"]);
+    let d: DomainRecord = record(&app, "domain:sho.rt").await.unwrap();
+    assert!(!d.enabled);
+    drain(&app).await;
+
+    app.db
+        .block_domain(&Hostname::parse("evil.example").unwrap())
+        .await
+        .unwrap();
+    app.db
+        .block_domain(&Hostname::parse("bad.example").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(pending_keys(&app).await, ["blocklist", "blocklist"]);
+    let b: BlocklistRecord = record(&app, "blocklist").await.unwrap();
+    assert_eq!(b.domains, ["bad.example", "evil.example"]);
+    drain(&app).await;
+    // Republishing queues every key of the read model.
+    // blocklist + one domain + the default group (Promo is deleted) + one link
+    assert_eq!(app.db.republish_all().await.unwrap(), 4);
+    let keys = pending_keys(&app).await;
+    for want in ["blocklist", "domain:sho.rt", "link:sho.rt:promo"] {
+        assert!(keys.contains(&want.to_owned()), "{keys:?}");
+    }
+    // A failed creation enqueues nothing.
+    drain(&app).await;
+    let (s, _) = json(
+        app.create(
+            &acc.key,
+            json!({"long_url": "https://a.com", "short_code": "promo"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(s, 400);
+    assert!(pending_keys(&app).await.is_empty());
+    app.stop().await;
+}
+
+const SECRET: &str = "internal-test-secret-0123456789";
+
+async fn internal_routes(engine: Engine) {
+    let app = TestApp::with_settings(TestDb::new(engine).await, |s| {
+        s.internal_secret = Some(SECRET.into())
+    })
+    .await;
+    app.platform_domain("sho.rt").await;
+    let acc = app.account(true).await;
+    let other = app.account(true).await;
+    let (_, link) = json(
+        app.create(
+            &acc.key,
+            json!({"long_url": "https://a.com/x", "short_code": "abc"}),
+        )
+        .await,
+    )
+    .await;
+    let (_, theirs) = json(
+        app.create(
+            &other.key,
+            json!({"long_url": "https://b.com/", "short_code": "zzz"}),
+        )
+        .await,
+    )
+    .await;
+    let resolve = |path: &str, secret: Option<&str>| {
+        let mut req = app.client.get(app.url(path));
+        if let Some(s) = secret {
+            req = req.bearer_auth(s);
+        }
+        req.send()
+    };
+    let (s, body) = json(
+        resolve("/internal/v1/links/SHO.rt/ABC", Some(SECRET))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(s, 200);
+    // The link record, as a worker that predates `group` reads it …
+    let as_link: LinkRecord = serde_json::from_value(body.clone()).unwrap();
+    assert_eq!(
+        as_link,
+        LinkRecord::new("https://a.com/x", acc.default_group_id.clone(), true)
+    );
+    // … with the group's record, the same the publisher writes to `group:<id>`.
+    let resolved: ResolvedLink = serde_json::from_value(body).unwrap();
+    let published: GroupRecord = record(&app, &format!("group:{}", acc.default_group_id))
+        .await
+        .unwrap();
+    assert_eq!(resolved.group, Some(published));
+    assert_eq!(resolved.link(), as_link);
+    let (s, body) = json(
+        resolve("/internal/v1/links/sho.rt/nope", Some(SECRET))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_error(s, &body, 404, "not_found");
+    for bad in [None, Some("wrong"), Some(&acc.key[..])] {
+        let (s, body) = json(resolve("/internal/v1/links/sho.rt/abc", bad).await.unwrap()).await;
+        assert_error(s, &body, 401, "not_authenticated");
+    }
+
+    // Clicks: stored for known links and groups, then visible in the owner's stats only.
+    let events = json!({"events": [
+        {"host": "sho.rt", "short_code": "abc", "group_id": acc.default_group_id, "at": 1_800_000_000_000i64, "country": "us", "referer_host": "news.example", "device": "mobile"},
+        {"host": "sho.rt", "short_code": "ABC", "group_id": acc.default_group_id, "at": 1_800_000_100_000i64, "country": "DE", "device": "desktop"},
+        {"host": "sho.rt", "short_code": "abc", "group_id": acc.default_group_id, "at": 1_800_090_000_000i64, "device": "desktop"},
+        {"host": "sho.rt", "short_code": "gone", "group_id": acc.default_group_id, "at": 1_800_000_000_000i64, "device": "desktop"},
+        {"host": "sho.rt", "group_id": acc.default_group_id, "at": 1_800_000_000_000i64, "device": "desktop"},
+    ]});
+    let post = |body: serde_json::Value, secret: &str| {
+        app.client
+            .post(app.url("/internal/v1/clicks"))
+            .bearer_auth(secret)
+            .json(&body)
+            .send()
+    };
+    let (s, body) = json(post(events, SECRET).await.unwrap()).await;
+    assert_eq!((s, body), (200, json!({"stored": 4})));
+    let (s, body) = json(post(json!({"events": []}), "nope").await.unwrap()).await;
+    assert_error(s, &body, 401, "not_authenticated");
+    let (s, body) = json(post(json!({"events": "x"}), SECRET).await.unwrap()).await;
+    assert_error(s, &body, 400, "validation_error");
+
+    let stats_path = format!(
+        "/api/v1/external/links/{}/stats",
+        link["id"].as_str().unwrap()
+    );
+    let (s, stats) = json(app.get(&acc.key, &stats_path).await).await;
+    assert_eq!(s, 200);
+    assert_eq!(stats["total"], 3);
+    assert_eq!(
+        stats["by_day"],
+        json!([{"date": "2027-01-15", "clicks": 2}, {"date": "2027-01-16", "clicks": 1}])
+    );
+    // Ties are in no particular order (engines sort NULL differently).
+    let countries: Vec<_> = stats["by_country"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["country"].clone(), c["clicks"].clone()))
+        .collect();
+    assert_eq!(countries.len(), 3);
+    assert!(
+        countries.contains(&(json!("US"), json!(1)))
+            && countries.contains(&(json!("DE"), json!(1)))
+            && countries.contains(&(json!(null), json!(1)))
+    );
+    // Another account's link, an unknown id and a malformed id are all 404.
+    for path in [
+        format!(
+            "/api/v1/external/links/{}/stats",
+            theirs["id"].as_str().unwrap()
+        ),
+        format!("/api/v1/external/links/{}/stats", uuid::Uuid::new_v4()),
+        "/api/v1/external/links/not-a-uuid/stats".to_owned(),
+    ] {
+        let (s, body) = json(app.get(&acc.key, &path).await).await;
+        assert_error(s, &body, 404, "not_found");
+    }
+    let (s, body) = json(app.client.get(app.url(&stats_path)).send().await.unwrap()).await;
+    assert_error(s, &body, 401, "not_authenticated");
+    app.stop().await;
+}
+
+async fn internal_routes_off_without_secret(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (s, body) = json(
+        app.client
+            .get(app.url("/internal/v1/links/sho.rt/abc"))
+            .bearer_auth("")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_error(s, &body, 404, "not_found");
+    app.stop().await;
+}
+
+both_engines!(
+    every_change_enqueues_its_key,
+    internal_routes,
+    internal_routes_off_without_secret
+);

@@ -1,0 +1,67 @@
+//! The blocklist of destination domains: a listed domain blocks itself and its subdomains.
+
+use crate::domain::{Hostname, Micros};
+use crate::error::StoreError;
+use crate::outbox;
+use crate::pool::Db;
+use sqlx::Row;
+
+impl Db {
+    /// Adds a destination domain to the blocklist (idempotent). It blocks its subdomains too.
+    pub async fn block_domain(&self, domain: &Hostname) -> Result<(), StoreError> {
+        let mut tx = self.write.begin().await?;
+        sqlx::query(
+            "INSERT INTO blocked_domains (domain, created_at) VALUES ($1, $2) ON CONFLICT (domain) DO NOTHING",
+        )
+        .bind(domain.as_str())
+        .bind(Micros::now().0)
+        .execute(&mut *tx)
+        .await?;
+        // The whole list is one KV record; the publisher reads it when it drains.
+        outbox::enqueue(&mut tx, &[kv_model::BLOCKLIST_KEY.to_owned()]).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// True when `host` or one of its parent domains is blocked: one indexed probe per label.
+    pub async fn is_host_blocked(&self, host: &str) -> Result<bool, StoreError> {
+        let candidates = parent_domains(host);
+        if candidates.is_empty() {
+            return Ok(false);
+        }
+        let placeholders: Vec<String> = (1..=candidates.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT COUNT(*) AS n FROM blocked_domains WHERE domain IN ({})",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for candidate in candidates {
+            query = query.bind(candidate);
+        }
+        let n: i64 = query.fetch_one(&self.read).await?.try_get("n")?;
+        Ok(n > 0)
+    }
+}
+
+/// `a.b.example.com` → [`a.b.example.com`, `b.example.com`, `example.com`, `com`].
+pub(crate) fn parent_domains(host: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = host;
+    while !rest.is_empty() {
+        out.push(rest);
+        rest = rest.split_once('.').map(|(_, r)| r).unwrap_or_default();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parents() {
+        assert_eq!(
+            super::parent_domains("a.b.com"),
+            ["a.b.com", "b.com", "com"]
+        );
+        assert!(super::parent_domains("").is_empty());
+    }
+}

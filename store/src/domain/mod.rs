@@ -1,0 +1,29 @@
+//! Validated values at the boundary: once one of these exists, it is valid.
+//! Parse, don't validate — handlers and the store only ever see these types.
+
+mod api_key;
+mod host;
+mod list_query;
+mod long_url;
+mod settings;
+mod short_code;
+mod timestamp;
+
+pub use api_key::{ApiKey, ApiKeyHash, KeyFormatError};
+pub use host::Hostname;
+pub use list_query::{ListParam, ListQuery, ListQueryError, MatchMode, prefix_upper_bound};
+pub use long_url::LongUrl;
+pub use settings::GroupSettings;
+pub use short_code::{ShortCode, generate as generate_short_code};
+pub use timestamp::Micros;
+
+/// Why a value was refused; the message is safe to show to the API client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValidationError(pub String);
+
+impl ValidationError {
+    pub(crate) fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}

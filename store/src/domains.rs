@@ -1,0 +1,113 @@
+//! Link domains: platform domains shared by every account, and accounts' custom domains.
+
+use crate::domain::{Hostname, LongUrl, Micros};
+use crate::error::{Entity, StoreError, is_unique_violation};
+use crate::outbox;
+use crate::pool::{Db, new_id};
+use sqlx::Row;
+
+/// Who a domain belongs to.
+#[derive(Debug, Clone)]
+pub enum DomainOwner {
+    /// Shared by every account.
+    Platform,
+    /// A custom domain of this account.
+    Account(String),
+}
+
+/// A domain as listed (spec 2 "Domain").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainRow {
+    /// Domain id.
+    pub id: String,
+    /// Hostname.
+    pub domain: String,
+}
+
+impl Db {
+    /// Adds an enabled domain.
+    pub async fn add_domain(
+        &self,
+        host: &Hostname,
+        owner: &DomainOwner,
+        fallback_url: Option<&LongUrl>,
+    ) -> Result<DomainRow, StoreError> {
+        let (is_platform, account_id) = match owner {
+            DomainOwner::Platform => (true, None),
+            DomainOwner::Account(id) => {
+                self.require_account(id).await?;
+                (false, Some(id.as_str()))
+            }
+        };
+        let id = new_id();
+        let mut tx = self.write.begin().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO domains (id, host, account_id, is_platform, enabled, fallback_url, created_at) \
+             VALUES ($1, $2, $3, $4, 1, $5, $6)",
+        )
+        .bind(&id)
+        .bind(host.as_str())
+        .bind(account_id)
+        .bind(i64::from(is_platform))
+        .bind(fallback_url.map(LongUrl::as_str))
+        .bind(Micros::now().0)
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Err(e) if is_unique_violation(&e) => {
+                return Err(StoreError::Conflict(format!(
+                    "domain {} exists",
+                    host.as_str()
+                )));
+            }
+            r => r?,
+        };
+        outbox::enqueue(&mut tx, &[kv_model::domain_key(host.as_str())]).await?;
+        tx.commit().await?;
+        Ok(DomainRow {
+            id,
+            domain: host.as_str().to_owned(),
+        })
+    }
+
+    /// Disables a domain (a custom domain becomes inactive): no new links go on it.
+    pub async fn disable_domain(&self, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.write.begin().await?;
+        let updated = sqlx::query("UPDATE domains SET enabled = 0 WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Domain));
+        }
+        let host: String = sqlx::query("SELECT host FROM domains WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("host")?;
+        outbox::enqueue(&mut tx, &[kv_model::domain_key(&host)]).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Enabled platform domains plus the account's active custom domains, by hostname.
+    pub async fn enabled_domains(&self, account_id: &str) -> Result<Vec<DomainRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, host FROM domains WHERE enabled = 1 AND (is_platform = 1 OR account_id = $1)",
+        )
+        .bind(account_id)
+        .fetch_all(&self.read)
+        .await?;
+        let mut domains = rows
+            .iter()
+            .map(|r| {
+                Ok(DomainRow {
+                    id: r.try_get("id")?,
+                    domain: r.try_get("host")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        domains.sort_by(|a, b| (&a.domain, &a.id).cmp(&(&b.domain, &b.id)));
+        Ok(domains)
+    }
+}

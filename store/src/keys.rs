@@ -1,0 +1,85 @@
+//! API keys: one per account, generated and shown once, stored as a SHA-256 hash, looked up in constant time.
+
+use crate::domain::{ApiKey, ApiKeyHash, Micros};
+use crate::error::StoreError;
+use crate::pool::{Db, new_id, require_account_in};
+use sqlx::Row;
+
+/// Who a valid key belongs to.
+#[derive(Debug, Clone)]
+pub struct AuthContext {
+    /// The key's row id (the rate limit is per key).
+    pub key_id: String,
+    /// The account.
+    pub account_id: String,
+    /// The account's permission to use the management API.
+    pub api_access: bool,
+}
+
+impl Db {
+    /// Generates a key for the account, replacing (and so invalidating) any previous one.
+    /// Returns the plaintext, which exists nowhere else from now on.
+    pub async fn generate_api_key(&self, account_id: &str) -> Result<ApiKey, StoreError> {
+        let key = ApiKey::generate();
+        let mut tx = self.write.begin().await?;
+        require_account_in(&mut tx, account_id).await?;
+        sqlx::query("DELETE FROM api_keys WHERE account_id = $1")
+            .bind(account_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO api_keys (id, account_id, key_hash, masked, created_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(new_id())
+        .bind(account_id)
+        .bind(key.hash().as_str())
+        .bind(key.masked())
+        .bind(Micros::now().0)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(key)
+    }
+
+    /// Deletes the account's key; NotFound if the account does not exist.
+    pub async fn revoke_api_key(&self, account_id: &str) -> Result<(), StoreError> {
+        self.require_account(account_id).await?;
+        sqlx::query("DELETE FROM api_keys WHERE account_id = $1")
+            .bind(account_id)
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+
+    /// The masked form of the account's key, if it has one (what a dashboard shows).
+    pub async fn masked_api_key(&self, account_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT masked FROM api_keys WHERE account_id = $1")
+            .bind(account_id)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(row.map(|r| r.try_get("masked")).transpose()?)
+    }
+
+    /// Looks a key up by its hash. The index lookup is on a hash of 238 random bits, so it
+    /// leaks nothing useful; the final equality is still constant-time.
+    pub async fn authenticate(&self, key: &ApiKey) -> Result<Option<AuthContext>, StoreError> {
+        let hash = key.hash();
+        let row = sqlx::query(
+            "SELECT k.id, k.key_hash, a.id AS account_id, a.api_access \
+             FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1",
+        )
+        .bind(hash.as_str())
+        .fetch_optional(&self.read)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let stored = ApiKeyHash::from_stored(row.try_get("key_hash")?);
+        if !stored.matches(&hash) {
+            return Ok(None);
+        }
+        Ok(Some(AuthContext {
+            key_id: row.try_get("id")?,
+            account_id: row.try_get("account_id")?,
+            api_access: row.try_get::<i64, _>("api_access")? != 0,
+        }))
+    }
+}

@@ -1,0 +1,32 @@
+//! Shortlink's store: the origin's domain types and every rule of accounts, API keys, groups, domains, links and
+//! clicks, written once over SQLite (the embedded default) or PostgreSQL, and the transactional outbox that carries
+//! each change to the edge. The management API and the dashboard both use it; neither holds a rule of its own.
+//!
+//! The SQL is written once, in the common subset of both engines (`$n` parameters, 0/1 flags, `ON CONFLICT`), with
+//! runtime-checked queries: compile-time macros would need both schemas at build time. Identifiers are UUID text
+//! and times are microseconds, so every value round-trips identically on both engines. The engine is looked at
+//! once, when [`Db::connect`] opens the pools and picks how links are written ([`pool`]).
+
+pub mod domain;
+
+mod accounts;
+mod blocklist;
+mod clicks;
+mod domains;
+mod error;
+mod groups;
+mod keys;
+mod link_writer;
+mod links;
+mod outbox;
+mod pool;
+
+pub use accounts::NewAccount;
+pub use clicks::{ClickEvent, CountryCount, DayCount, LinkStats};
+pub use domains::{DomainOwner, DomainRow};
+pub use error::{Entity, StoreError};
+pub use groups::GroupRow;
+pub use keys::AuthContext;
+pub use links::{CreateLink, CreatedLink, LinkPage, ListedLink, RATE_LIMIT, RateLimitState};
+pub use outbox::OutboxLag;
+pub use pool::{Db, Engine};

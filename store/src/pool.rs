@@ -1,0 +1,162 @@
+//! Opening the database: the connection pools, the per-engine connection settings and migrations, and the one
+//! choice of how new links are committed. This is the only place that looks at the engine.
+
+use crate::error::StoreError;
+use crate::link_writer::LinkWriter;
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyConnection, AnyPool, Executor};
+use std::time::Duration;
+
+/// Which engine a `DATABASE_URL` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// An SQLite file.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+impl Engine {
+    /// Picks the engine from the URL scheme.
+    pub fn from_url(url: &str) -> Result<Self, StoreError> {
+        if url.starts_with("sqlite:") {
+            Ok(Self::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Self::Postgres)
+        } else {
+            Err(StoreError::Config(
+                "DATABASE_URL must start with sqlite: or postgres://".to_owned(),
+            ))
+        }
+    }
+}
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// How a link creation is committed, chosen when the pools open.
+#[derive(Clone, Debug)]
+pub(crate) enum LinkPath {
+    /// SQLite: handed to the one writer task, which commits the creations waiting at the same moment in one
+    /// transaction (group commit, [`crate::link_writer`]).
+    Batched(LinkWriter),
+    /// PostgreSQL: a transaction of its own per creation, serialised per key by the key row's lock.
+    Direct,
+}
+
+/// Connection pools. On SQLite all writes go through one connection: SQLite has one writer
+/// anyway, and queueing in the pool is cheaper and fairer than busy-waiting on the file lock.
+/// On PostgreSQL both are the same pool.
+#[derive(Clone, Debug)]
+pub struct Db {
+    pub(crate) read: AnyPool,
+    pub(crate) write: AnyPool,
+    pub(crate) link_path: LinkPath,
+    migrator: &'static Migrator,
+}
+
+/// How long a request waits for a connection before it gets a 503.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long SQLite waits on a lock held by another process before giving up.
+const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;
+
+impl Db {
+    /// Opens the pools (creating an SQLite file if missing) without migrating.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+        install_default_drivers();
+        let options = || AnyPoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT);
+        match Engine::from_url(url)? {
+            Engine::Sqlite => {
+                let sqlite = || {
+                    options().after_connect(|conn, _| {
+                        Box::pin(async move {
+                            // WAL: readers never block the writer. NORMAL is durable across
+                            // application crashes in WAL mode, which is what we promise.
+                            conn.execute(
+                                format!(
+                                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                                     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS};"
+                                )
+                                .as_str(),
+                            )
+                            .await?;
+                            Ok(())
+                        })
+                    })
+                };
+                let url = sqlite_create_if_missing(url);
+                let write = sqlite().max_connections(1).connect(&url).await?;
+                let read = sqlite()
+                    .max_connections(max_connections.max(1))
+                    .connect(&url)
+                    .await?;
+                Ok(Self {
+                    read,
+                    link_path: LinkPath::Batched(LinkWriter::new(write.clone())),
+                    write,
+                    migrator: &SQLITE_MIGRATIONS,
+                })
+            }
+            Engine::Postgres => {
+                let pool = options()
+                    .max_connections(max_connections.max(2))
+                    .connect(url)
+                    .await?;
+                Ok(Self {
+                    read: pool.clone(),
+                    write: pool,
+                    link_path: LinkPath::Direct,
+                    migrator: &POSTGRES_MIGRATIONS,
+                })
+            }
+        }
+    }
+
+    /// Applies pending migrations for this engine.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        self.migrator.run(&self.write).await?;
+        Ok(())
+    }
+
+    /// Closes every connection (graceful shutdown).
+    pub async fn close(&self) {
+        self.read.close().await;
+        self.write.close().await;
+    }
+
+    /// Fails with NotFound unless the account exists.
+    pub(crate) async fn require_account(&self, account_id: &str) -> Result<(), StoreError> {
+        let mut conn = self.read.acquire().await?;
+        require_account_in(&mut conn, account_id).await
+    }
+}
+
+/// Fails with NotFound unless the account exists, inside a transaction or on a connection.
+pub(crate) async fn require_account_in(
+    conn: &mut AnyConnection,
+    account_id: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("SELECT id FROM accounts WHERE id = $1")
+        .bind(account_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|_| ())
+        .ok_or(StoreError::NotFound(crate::Entity::Account))
+}
+
+/// `sqlite://file.db` → `sqlite://file.db?mode=rwc`, so a fresh machine gets a new file.
+fn sqlite_create_if_missing(url: &str) -> String {
+    if url.contains("mode=") || url.contains(":memory:") {
+        url.to_owned()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
+
+/// A new random identifier.
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
