@@ -3,7 +3,8 @@
 use crate::domain::{GroupSettings, Micros};
 use crate::error::{Entity, StoreError, is_unique_violation};
 use crate::groups;
-use crate::pool::{Db, new_id};
+use crate::ids::new_id;
+use crate::pool::Db;
 use sqlx::Row;
 
 /// The result of creating an account.

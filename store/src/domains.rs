@@ -2,8 +2,9 @@
 
 use crate::domain::{Hostname, LongUrl, Micros};
 use crate::error::{Entity, StoreError, is_unique_violation};
+use crate::ids::new_id;
 use crate::outbox;
-use crate::pool::{Db, new_id};
+use crate::pool::Db;
 use sqlx::Row;
 
 /// Who a domain belongs to.

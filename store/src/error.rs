@@ -1,7 +1,7 @@
 //! The store's one error type. Each variant is a distinct outcome a caller may answer differently (the API maps
 //! them to statuses explicitly); database errors are split into "unavailable, retry" and everything else.
 
-use crate::links::RateLimitState;
+use crate::rate_limit::RateLimitState;
 use std::fmt;
 
 /// A kind of stored thing, for [`StoreError::NotFound`].

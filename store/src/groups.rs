@@ -2,8 +2,9 @@
 
 use crate::domain::{GroupSettings, Micros};
 use crate::error::{Entity, StoreError};
+use crate::ids::new_id;
 use crate::outbox;
-use crate::pool::{Db, new_id, require_account_in};
+use crate::pool::{Db, require_account_in};
 use sqlx::{AnyConnection, Row};
 
 /// Longest group name we store.

@@ -2,7 +2,8 @@
 
 use crate::domain::{ApiKey, ApiKeyHash, Micros};
 use crate::error::StoreError;
-use crate::pool::{Db, new_id, require_account_in};
+use crate::ids::new_id;
+use crate::pool::{Db, require_account_in};
 use sqlx::Row;
 
 /// Who a valid key belongs to.

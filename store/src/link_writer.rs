@@ -13,9 +13,9 @@
 //! database itself fails (busy beyond the timeout, I/O, a failed commit), nothing of the batch
 //! is committed and every creation in it gets that error.
 
+use crate::creation::{Attempt, CreateLink, Target, insert_link, record_created};
 use crate::domain::{Micros, ShortCode};
 use crate::error::StoreError;
-use crate::links::{Attempt, CreateLink, Target, insert_link, record_created};
 use sqlx::AnyPool;
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot};

@@ -155,8 +155,3 @@ fn sqlite_create_if_missing(url: &str) -> String {
         format!("{url}?mode=rwc")
     }
 }
-
-/// A new random identifier.
-pub(crate) fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}

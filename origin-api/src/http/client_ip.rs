@@ -1,8 +1,7 @@
 //! The client's IP address, and a per-IP limiter for the unauthenticated endpoint.
 
 use super::error::ApiError;
-use super::state::AppState;
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
@@ -24,11 +23,15 @@ pub struct ClientIpSource {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ClientIp(pub(crate) Option<IpAddr>);
 
-impl FromRequestParts<AppState> for ClientIp {
+impl<S> FromRequestParts<S> for ClientIp
+where
+    S: Send + Sync,
+    ClientIpSource: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(name) = &state.client_ip.header {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if let Some(name) = &ClientIpSource::from_ref(state).header {
             // X-Forwarded-For may hold a chain; the left-most entry is the original client.
             let from_header = parts
                 .headers

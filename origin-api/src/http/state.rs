@@ -3,6 +3,7 @@
 
 use super::client_ip::{ClientIpSource, IpRateLimiter};
 use crate::publisher::PublisherHandle;
+use axum::extract::FromRef;
 use secrecy::SecretString;
 use shortlink_store::Db;
 use std::sync::Arc;
@@ -23,4 +24,10 @@ pub struct AppState {
     pub internal_secret: Option<SecretString>,
     /// Wakes the publisher after a change, and its counters.
     pub publisher: PublisherHandle,
+}
+
+impl FromRef<AppState> for ClientIpSource {
+    fn from_ref(state: &AppState) -> Self {
+        state.client_ip.clone()
+    }
 }

@@ -1,0 +1,180 @@
+//! One link creation inside a transaction: the rate-limit count and the insert ([`insert_link`]), then, once per
+//! transaction, the accounts' link counters and the outbox rows ([`record_created`]). Both commit paths (SQLite's
+//! batched writer, PostgreSQL's own transaction) are built from these two, so the rules are written once.
+
+use crate::domain::{LongUrl, ShortCode};
+use crate::error::StoreError;
+use crate::ids::new_id;
+use crate::outbox;
+use crate::rate_limit::RateLimitState;
+use sqlx::{AnyConnection, Row};
+
+/// What create-link needs, already validated.
+#[derive(Debug, Clone)]
+pub struct CreateLink {
+    /// The authenticated key (the limit is per key).
+    pub key_id: String,
+    /// Its account.
+    pub account_id: String,
+    /// Destination.
+    pub long_url: LongUrl,
+    /// Requested alias, or None to generate one.
+    pub short_code: Option<ShortCode>,
+    /// Requested group (falls back to the default group when absent or not the caller's).
+    pub group_id: Option<String>,
+    /// Requested domain (falls back to a platform domain when absent or not usable).
+    pub domain_id: Option<String>,
+}
+
+/// A created link (spec 2 "Link (as created)").
+#[derive(Debug, Clone)]
+pub struct CreatedLink {
+    /// Link id.
+    pub id: String,
+    /// Stored (lowercase) alias.
+    pub short_code: String,
+    /// `https://<domain>/<short_code>`.
+    pub short_url: String,
+    /// The group it went to.
+    pub group_id: String,
+    /// The domain's hostname.
+    pub domain: String,
+    /// The domain's id.
+    pub domain_id: String,
+}
+
+/// Where a new link goes: resolved before the write transaction, on a read connection.
+pub(crate) struct Target {
+    pub(crate) group_id: String,
+    pub(crate) domain_id: String,
+    pub(crate) host: String,
+}
+
+/// Why an attempt must be retried rather than reported.
+pub(crate) enum Retry {
+    /// A generated code collided.
+    CodeTaken,
+    /// The group or domain was deleted between resolving it and inserting (foreign key).
+    TargetGone,
+}
+
+/// What one attempt at a creation came to: the link, or a reason to try again.
+pub(crate) type Attempt = Result<(CreatedLink, RateLimitState), Retry>;
+
+/// The rate-limit check and the insert of one link inside the caller's transaction; the caller then writes the
+/// counters and outbox rows of its transaction's creations ([`record_created`]) and commits. Creations with one
+/// key must be serialised for the count to be exact: SQLite's `BEGIN IMMEDIATE` holds the database's write lock,
+/// and on PostgreSQL the caller has written the key row. A failed insert changes nothing, so the transaction can
+/// go on with other creations.
+pub(crate) async fn insert_link(
+    conn: &mut AnyConnection,
+    req: &CreateLink,
+    target: &Target,
+    code: &ShortCode,
+    now: i64,
+) -> Result<Attempt, StoreError> {
+    let limit = rate_window(conn, &req.key_id, now).await?;
+    if limit.remaining == 0 {
+        return Err(StoreError::RateLimited(limit));
+    }
+    let id = new_id();
+    let inserted = sqlx::query(
+        "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at, \
+         created_by_key) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)",
+    )
+    .bind(&id)
+    .bind(&req.account_id)
+    .bind(&target.group_id)
+    .bind(&target.domain_id)
+    .bind(code.as_str())
+    .bind(req.long_url.as_str())
+    .bind(now)
+    .bind(&req.key_id)
+    .execute(&mut *conn)
+    .await;
+    match inserted {
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            return Ok(Err(Retry::CodeTaken));
+        }
+        Err(sqlx::Error::Database(e)) if e.is_foreign_key_violation() => {
+            return Ok(Err(Retry::TargetGone));
+        }
+        r => r?,
+    };
+    let state = limit.after_creation(now);
+    let link = CreatedLink {
+        short_url: format!("https://{}/{}", target.host, code.as_str()),
+        short_code: code.as_str().to_owned(),
+        id,
+        group_id: target.group_id.clone(),
+        domain: target.host.clone(),
+        domain_id: target.domain_id.clone(),
+    };
+    Ok(Ok((link, state)))
+}
+
+/// The accounts' link counters and the outbox rows for the links a transaction created, `(account id, link)`:
+/// two statements however many links, so a batch of creations costs its writer two calls more, not two per link.
+pub(crate) async fn record_created(
+    conn: &mut AnyConnection,
+    created: &[(&str, &CreatedLink)],
+) -> Result<(), StoreError> {
+    if created.is_empty() {
+        return Ok(());
+    }
+    let mut per_account: Vec<(&str, i64)> = Vec::new();
+    for (account, _) in created {
+        match per_account.iter_mut().find(|(a, _)| a == account) {
+            Some((_, n)) => *n += 1,
+            None => per_account.push((account, 1)),
+        }
+    }
+    // link_count + CASE id WHEN $1 THEN $2 WHEN $3 THEN $4 … END, for the ids $1, $3, …
+    let arms: Vec<String> = (0..per_account.len())
+        .map(|i| format!("WHEN ${} THEN ${}", 2 * i + 1, 2 * i + 2))
+        .collect();
+    let ids: Vec<String> = (0..per_account.len())
+        .map(|i| format!("${}", 2 * i + 1))
+        .collect();
+    let sql = format!(
+        "UPDATE accounts SET link_count = link_count + CASE id {} END WHERE id IN ({})",
+        arms.join(" "),
+        ids.join(", ")
+    );
+    let mut update = sqlx::query(&sql);
+    for (account, n) in &per_account {
+        update = update.bind(*account).bind(*n);
+    }
+    update.execute(&mut *conn).await?;
+    let keys: Vec<String> = created
+        .iter()
+        .map(|(_, link)| kv_model::link_key(&link.domain, &link.short_code))
+        .collect();
+    outbox::enqueue(conn, &keys).await
+}
+
+/// What is left of the key's limit in the window ending now: the key's own links created
+/// in the last hour. Also checks that the key still exists (it may have been revoked since
+/// authentication), in the same statement.
+async fn rate_window(
+    conn: &mut AnyConnection,
+    key_id: &str,
+    now: i64,
+) -> Result<RateLimitState, StoreError> {
+    let row = sqlx::query(
+        "SELECT (SELECT COUNT(*) FROM api_keys WHERE id = $1) AS key_exists, COUNT(*) AS n, MIN(created_at) AS oldest \
+         FROM links WHERE created_by_key = $1 AND created_at > $2",
+    )
+    .bind(key_id)
+    .bind(RateLimitState::window_start(now))
+    .fetch_one(&mut *conn)
+    .await?;
+    if row.try_get::<i64, _>("key_exists")? == 0 {
+        return Err(StoreError::KeyRevoked);
+    }
+    Ok(RateLimitState::from_window(
+        row.try_get("n")?,
+        row.try_get("oldest")?,
+        now,
+    ))
+}

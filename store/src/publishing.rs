@@ -1,0 +1,219 @@
+//! The outbox, publishing side: what the publisher reads and removes, its lease, its lag, and the current KV
+//! record of each key of the edge read model.
+
+use crate::domain::Micros;
+use crate::error::StoreError;
+use crate::outbox::enqueue;
+use crate::pool::Db;
+use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
+use sqlx::Row;
+
+/// Pending outbox rows and the age of the oldest: the publisher's lag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxLag {
+    /// Rows not yet published.
+    pub pending: i64,
+    /// Milliseconds since the oldest pending row was written (0 when none).
+    pub oldest_age_ms: i64,
+}
+
+impl Db {
+    /// Enqueues every key of the edge read model (all links, groups and domains, and the
+    /// blocklist), for a fresh KV namespace or a local edge that starts empty. Returns the count.
+    pub async fn republish_all(&self) -> Result<usize, StoreError> {
+        let mut tx = self.write.begin().await?;
+        let mut keys = vec![BLOCKLIST_KEY.to_owned()];
+        for r in sqlx::query("SELECT host FROM domains")
+            .fetch_all(&mut *tx)
+            .await?
+        {
+            keys.push(kv_model::domain_key(&r.try_get::<String, _>("host")?));
+        }
+        for r in sqlx::query("SELECT id FROM groups")
+            .fetch_all(&mut *tx)
+            .await?
+        {
+            keys.push(kv_model::group_key(&r.try_get::<String, _>("id")?));
+        }
+        let links = sqlx::query(
+            "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        for r in links {
+            keys.push(kv_model::link_key(
+                &r.try_get::<String, _>("host")?,
+                &r.try_get::<String, _>("short_code")?,
+            ));
+        }
+        enqueue(&mut tx, &keys).await?;
+        tx.commit().await?;
+        Ok(keys.len())
+    }
+
+    /// Takes or renews the publisher lease for `holder` until `now + ttl_micros`; false when
+    /// another live process holds it.
+    pub async fn acquire_publisher_lease(
+        &self,
+        holder: &str,
+        ttl_micros: i64,
+    ) -> Result<bool, StoreError> {
+        let now = Micros::now().0;
+        let updated = sqlx::query(
+            "UPDATE publisher_lease SET holder = $1, expires_at = $2 \
+             WHERE name = 'kv' AND (holder = $1 OR expires_at < $3)",
+        )
+        .bind(holder)
+        .bind(now + ttl_micros)
+        .bind(now)
+        .execute(&self.write)
+        .await?;
+        Ok(updated.rows_affected() == 1)
+    }
+
+    /// Gives the lease up (graceful shutdown), so another process can take over at once.
+    pub async fn release_publisher_lease(&self, holder: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE publisher_lease SET expires_at = 0 WHERE name = 'kv' AND holder = $1")
+            .bind(holder)
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+
+    /// The oldest `limit` outbox rows: (id, key).
+    pub async fn outbox_batch(&self, limit: i64) -> Result<Vec<(i64, String)>, StoreError> {
+        let rows = sqlx::query("SELECT id, kv_key FROM outbox ORDER BY id LIMIT $1")
+            .bind(limit)
+            .fetch_all(&self.read)
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("kv_key")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(Into::into)
+    }
+
+    /// Removes published rows.
+    pub async fn outbox_remove(&self, ids: &[i64]) -> Result<(), StoreError> {
+        for chunk in ids.chunks(500) {
+            let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!("DELETE FROM outbox WHERE id IN ({})", list.join(", "));
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            q.execute(&self.write).await?;
+        }
+        Ok(())
+    }
+
+    /// How far behind the edge is.
+    pub async fn outbox_lag(&self) -> Result<OutboxLag, StoreError> {
+        let row = sqlx::query("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox")
+            .fetch_one(&self.read)
+            .await?;
+        let pending: i64 = row.try_get("n")?;
+        let oldest: Option<i64> = row.try_get("oldest")?;
+        let oldest_age_ms = oldest
+            .map(|t| (Micros::now().0 - t).max(0) / 1_000)
+            .unwrap_or(0);
+        Ok(OutboxLag {
+            pending,
+            oldest_age_ms,
+        })
+    }
+
+    /// The current KV record (compact JSON) for a key of the edge read model, or None when
+    /// the entity no longer exists (the key is to be deleted).
+    pub async fn kv_record(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let json = |v: Result<String, serde_json::Error>| {
+            v.map_err(|e| StoreError::Internal(format!("cannot serialize KV record: {e}")))
+        };
+        if key == BLOCKLIST_KEY {
+            let rows = sqlx::query("SELECT domain FROM blocked_domains ORDER BY domain")
+                .fetch_all(&self.read)
+                .await?;
+            let domains = rows
+                .iter()
+                .map(|r| r.try_get("domain"))
+                .collect::<Result<Vec<String>, _>>()?;
+            return json(serde_json::to_string(&BlocklistRecord::new(domains))).map(Some);
+        }
+        if let Some(id) = key.strip_prefix("group:") {
+            return match self.group_record(id).await? {
+                Some(record) => json(serde_json::to_string(&record)).map(Some),
+                None => Ok(None),
+            };
+        }
+        if let Some(host) = key.strip_prefix("domain:") {
+            let Some(row) =
+                sqlx::query("SELECT enabled, fallback_url FROM domains WHERE host = $1")
+                    .bind(host)
+                    .fetch_optional(&self.read)
+                    .await?
+            else {
+                return Ok(None);
+            };
+            let record = DomainRecord::new(
+                row.try_get::<i64, _>("enabled")? != 0,
+                row.try_get("fallback_url")?,
+            );
+            return json(serde_json::to_string(&record)).map(Some);
+        }
+        if let Some(rest) = key.strip_prefix("link:") {
+            let Some((host, code)) = rest.rsplit_once(':') else {
+                return Ok(None);
+            };
+            return match self.link_record(host, code).await? {
+                Some(record) => json(serde_json::to_string(&record)).map(Some),
+                None => Ok(None),
+            };
+        }
+        Err(StoreError::Internal(format!(
+            "not a key of the edge read model: {key}"
+        )))
+    }
+
+    /// A group as the edge sees it (its key and settings), by id.
+    pub async fn group_record(&self, id: &str) -> Result<Option<GroupRecord>, StoreError> {
+        let Some(row) = sqlx::query("SELECT key, settings FROM groups WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let settings: String = row.try_get("settings")?;
+        let settings = serde_json::from_str(&settings).map_err(|e| {
+            StoreError::Internal(format!("stored group settings do not parse: {e}"))
+        })?;
+        Ok(Some(GroupRecord::new(
+            row.try_get::<String, _>("key")?,
+            settings,
+        )))
+    }
+
+    /// A persistent link as the edge sees it, by hostname and (lowercase) short code.
+    pub async fn link_record(
+        &self,
+        host: &str,
+        short_code: &str,
+    ) -> Result<Option<LinkRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT l.long_url, l.group_id, l.is_active FROM links l JOIN domains d ON d.id = l.domain_id \
+             WHERE d.host = $1 AND l.short_code = $2",
+        )
+        .bind(host.to_ascii_lowercase())
+        .bind(short_code.to_ascii_lowercase())
+        .fetch_optional(&self.read)
+        .await?;
+        row.map(|r| {
+            Ok(LinkRecord::new(
+                r.try_get::<String, _>("long_url")?,
+                r.try_get::<String, _>("group_id")?,
+                r.try_get::<i64, _>("is_active")? != 0,
+            ))
+        })
+        .transpose()
+        .map_err(|e: sqlx::Error| e.into())
+    }
+}
