@@ -139,14 +139,12 @@ async fn admin_commands(engine: Engine) {
     )
     .await;
     assert_eq!(domains["results"].as_array().unwrap().len(), 2);
-    let (st, link) = json(
-        app.create(
+    let (st, link) = app
+        .create_json(
             &key,
             json!({"long_url": "https://a.com", "group_id": group["id"]}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(st, 201);
     assert_eq!(link["group_id"], group["id"]);
     assert_eq!(

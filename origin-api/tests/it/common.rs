@@ -269,6 +269,11 @@ impl TestApp {
             .unwrap()
     }
 
+    /// create-link, answered as (status, JSON body).
+    pub async fn create_json(&self, key: &str, body: Value) -> (u16, Value) {
+        json(self.create(key, body).await).await
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> reqwest::Response {
         self.client
             .get(self.url(path))

@@ -57,11 +57,9 @@ async fn generates_unique_codes(engine: Engine) {
     let acc = app.account(true).await;
     let mut codes = std::collections::HashSet::new();
     for _ in 0..20 {
-        let (status, body) = json(
-            app.create(&acc.key, json!({"long_url": "https://example.com/"}))
-                .await,
-        )
-        .await;
+        let (status, body) = app
+            .create_json(&acc.key, json!({"long_url": "https://example.com/"}))
+            .await;
         assert_eq!(status, 201);
         let code = body["short_code"].as_str().unwrap().to_owned();
         assert!(
@@ -113,16 +111,14 @@ async fn validation_errors(engine: Engine) {
     }
     // Boundaries that must pass.
     let ok = format!("https://example.com/{}", "a".repeat(2048 - 20));
-    let (status, _) = json(
-        app.create(
+    let (status, _) = app
+        .create_json(
             &acc.key,
             json!({"long_url": ok, "short_code": "a".repeat(50)}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(status, 201);
-    let (status, _) = json(app.create(&acc.key, json!({"long_url": "https://example.com", "short_code": "abc", "group_id": null, "domain_id": null})).await).await;
+    let (status, _) = app.create_json(&acc.key, json!({"long_url": "https://example.com", "short_code": "abc", "group_id": null, "domain_id": null})).await;
     assert_eq!(status, 201);
     app.stop().await;
 }
@@ -191,36 +187,30 @@ async fn short_code_exists_per_domain(engine: Engine) {
     let acc = app.account(true).await;
     let other = app.account(true).await;
     let custom = app.custom_domain("go.acme.com", &acc).await;
-    let (s, _) = json(
-        app.create(
+    let (s, _) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://a.com", "short_code": "promo"}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(s, 201);
     // Stored lowercase, so a different case is the same code; another account too.
     for (key, code) in [(&acc.key, "PROMO"), (&other.key, "promo")] {
-        let (s, body) = json(
-            app.create(
+        let (s, body) = app
+            .create_json(
                 key,
                 json!({"long_url": "https://b.com", "short_code": code}),
             )
-            .await,
-        )
-        .await;
+            .await;
         assert_error(s, &body, 400, "short_code_exists");
     }
     // The same code on another domain is free.
-    let (s, body) = json(
-        app.create(
+    let (s, body) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://b.com", "short_code": "promo", "domain_id": custom.id}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(s, 201, "{body}");
     assert_eq!(body["short_url"], "https://go.acme.com/promo");
     // A failed creation does not count against the limit.
@@ -278,14 +268,12 @@ async fn group_fallbacks(engine: Engine) {
         (Some(unknown), acc.default_group_id.clone()),
         (None, acc.default_group_id.clone()),
     ] {
-        let (s, body) = json(
-            app.create(
+        let (s, body) = app
+            .create_json(
                 &acc.key,
                 json!({"long_url": "https://a.com", "group_id": requested}),
             )
-            .await,
-        )
-        .await;
+            .await;
         assert_eq!(s, 201);
         assert_eq!(
             body["group_id"],
@@ -316,14 +304,12 @@ async fn domain_fallbacks(engine: Engine) {
         (Some(uuid::Uuid::new_v4().to_string()), &first),
         (None, &first),
     ] {
-        let (s, body) = json(
-            app.create(
+        let (s, body) = app
+            .create_json(
                 &acc.key,
                 json!({"long_url": "https://a.com", "domain_id": requested}),
             )
-            .await,
-        )
-        .await;
+            .await;
         assert_eq!(s, 201);
         assert_eq!(
             body["domain_id"],
@@ -338,30 +324,24 @@ async fn domain_fallbacks(engine: Engine) {
 async fn platform_domain_unavailable(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let acc = app.account(true).await;
-    let (s, body) = json(
-        app.create(&acc.key, json!({"long_url": "https://a.com"}))
-            .await,
-    )
-    .await;
+    let (s, body) = app
+        .create_json(&acc.key, json!({"long_url": "https://a.com"}))
+        .await;
     assert_error(s, &body, 400, "platform_domain_unavailable");
     let d = app.platform_domain("sho.rt").await;
     app.db.disable_domain(&d.id).await.unwrap();
     let custom = app.custom_domain("go.acme.com", &acc).await;
-    let (s, body) = json(
-        app.create(&acc.key, json!({"long_url": "https://a.com"}))
-            .await,
-    )
-    .await;
+    let (s, body) = app
+        .create_json(&acc.key, json!({"long_url": "https://a.com"}))
+        .await;
     assert_error(s, &body, 400, "platform_domain_unavailable");
     // A custom domain passed explicitly still works, as the error message suggests.
-    let (s, _) = json(
-        app.create(
+    let (s, _) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://a.com", "domain_id": custom.id}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(s, 201);
     app.stop().await;
 }
@@ -379,7 +359,7 @@ async fn blocked_destinations_refused(engine: Engine) {
         "https://a.b.EVIL.example./",
         "https://ok.com@evil.example/",
     ] {
-        let (s, body) = json(app.create(&acc.key, json!({"long_url": url})).await).await;
+        let (s, body) = app.create_json(&acc.key, json!({"long_url": url})).await;
         assert_error(s, &body, 400, "validation_error");
     }
     for url in [
@@ -387,7 +367,7 @@ async fn blocked_destinations_refused(engine: Engine) {
         "https://evil.example.com/",
         "https://evil.example@ok.com/",
     ] {
-        let (s, body) = json(app.create(&acc.key, json!({"long_url": url})).await).await;
+        let (s, body) = app.create_json(&acc.key, json!({"long_url": url})).await;
         assert_eq!(s, 201, "{url}: {body}");
     }
     app.stop().await;

@@ -108,11 +108,9 @@ async fn postgres_down_and_back_under_load() {
     // The origin recovers by itself: creations succeed again without restarting it.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (s, body) = json(
-            app.create(&probe, json!({"long_url": "https://example.com/after"}))
-                .await,
-        )
-        .await;
+        let (s, body) = app
+            .create_json(&probe, json!({"long_url": "https://example.com/after"}))
+            .await;
         if s == 201 {
             break;
         }
@@ -194,14 +192,12 @@ async fn sqlite_busy_is_waited_out_then_a_clean_error() {
         .await
         .unwrap();
     let started = Instant::now();
-    let (s, body) = json(
-        app.create(
+    let (s, body) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://example.com/long-lock", "short_code": "locked"}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_error(s, &body, 503, "service_unavailable");
     assert!(
         started.elapsed() >= Duration::from_secs(4),
@@ -211,14 +207,12 @@ async fn sqlite_busy_is_waited_out_then_a_clean_error() {
     let (s, body) = json(app.get(&acc.key, "/api/v1/external/links").await).await;
     assert_eq!((s, body["total"].clone()), (200, json!(1)), "{body}");
     // And the service carries on.
-    let (s, _) = json(
-        app.create(
+    let (s, _) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://example.com/after", "short_code": "locked"}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(s, 201);
     app.stop().await;
 }

@@ -89,7 +89,7 @@ async fn lists_show_only_own_links_and_totals(engine: Engine) {
     let a = app.account(true).await;
     let mut mine = Vec::new();
     for url in ["https://shared.example/a", "https://shared.example/c"] {
-        let (s, created) = json(app.create(&a.key, json!({"long_url": url})).await).await;
+        let (s, created) = app.create_json(&a.key, json!({"long_url": url})).await;
         assert_eq!(s, 201);
         mine.push(created["id"].as_str().unwrap().to_owned());
     }
@@ -194,14 +194,12 @@ async fn create_link_never_uses_or_reveals_theirs(engine: Engine) {
     }
     // Their code on the platform domain is taken for everyone (codes are unique per domain),
     // but the refusal names nothing of theirs.
-    let (s, created_b) = json(
-        app.create(
+    let (s, created_b) = app
+        .create_json(
             &b.key,
             json!({"long_url": "https://theirs.example/", "short_code": "taken"}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(s, 201);
     let (s, raw) = text(
         app.create(

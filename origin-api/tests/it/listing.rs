@@ -12,7 +12,7 @@ async fn pages_newest_first(engine: Engine) {
         .await;
     let mut codes = Vec::new();
     for i in 0..25 {
-        let (s, body) = json(app.create(&acc.key, json!({"long_url": format!("https://example.com/{i}"), "short_code": format!("code{i:02}")})).await).await;
+        let (s, body) = app.create_json(&acc.key, json!({"long_url": format!("https://example.com/{i}"), "short_code": format!("code{i:02}")})).await;
         assert_eq!(s, 201);
         codes.push(body["short_code"].as_str().unwrap().to_owned());
     }

@@ -57,14 +57,12 @@ async fn every_change_enqueues_its_key(engine: Engine) {
         .create_group(&acc.id, "Promo", &settings)
         .await
         .unwrap();
-    let (s, link) = json(
-        app.create(
+    let (s, link) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://a.com/x", "short_code": "Promo", "group_id": group.id}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(s, 201);
     assert_eq!(
         pending_keys(&app).await,
@@ -138,14 +136,12 @@ async fn every_change_enqueues_its_key(engine: Engine) {
     }
     // A failed creation enqueues nothing.
     drain(&app).await;
-    let (s, _) = json(
-        app.create(
+    let (s, _) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://a.com", "short_code": "promo"}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(s, 400);
     assert!(pending_keys(&app).await.is_empty());
     app.stop().await;
@@ -161,22 +157,18 @@ async fn internal_routes(engine: Engine) {
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
     let other = app.account(true).await;
-    let (_, link) = json(
-        app.create(
+    let (_, link) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://a.com/x", "short_code": "abc"}),
         )
-        .await,
-    )
-    .await;
-    let (_, theirs) = json(
-        app.create(
+        .await;
+    let (_, theirs) = app
+        .create_json(
             &other.key,
             json!({"long_url": "https://b.com/", "short_code": "zzz"}),
         )
-        .await,
-    )
-    .await;
+        .await;
     let resolve = |path: &str, secret: Option<&str>| {
         let mut req = app.client.get(app.url(path));
         if let Some(s) = secret {

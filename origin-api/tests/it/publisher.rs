@@ -122,14 +122,12 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
     let group = app.group(&acc, "Temp").await;
-    let (s, _) = json(
-        app.create(
+    let (s, _) = app
+        .create_json(
             &acc.key,
             json!({"long_url": "https://a.com/x", "short_code": "abc", "group_id": group}),
         )
-        .await,
-    )
-    .await;
+        .await;
     assert_eq!(s, 201);
 
     let has_put = |key: &str| rec.lock().unwrap().puts.iter().any(|(k, _)| k == key);
