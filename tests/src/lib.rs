@@ -292,6 +292,11 @@ impl Worker {
         assert_eq!(status, 200, "sync failed: {reply}");
         assert_eq!(reply["ok"], true);
     }
+
+    /// Writes one KV record through the sync route.
+    pub async fn put(&self, key: String, value: Value) {
+        self.sync(vec![(key, value)], vec![]).await;
+    }
 }
 
 impl Drop for Worker {
@@ -340,6 +345,21 @@ impl Visit {
             (302, Some(location)),
             "expected 302 to {location}; body: {}",
             self.body
+        );
+        self
+    }
+
+    /// A redirect to a destination: 302 to `location`, never cached, and a referrer policy that keeps the short
+    /// link's path (and a dynamic link's signature) from the destination.
+    pub fn assert_destination(&self, location: &str) -> &Self {
+        self.assert_redirect(location);
+        assert_eq!(
+            self.header("cache-control"),
+            Some("private, no-store, max-age=0")
+        );
+        assert_eq!(
+            self.header("referrer-policy"),
+            Some("strict-origin-when-cross-origin")
         );
         self
     }

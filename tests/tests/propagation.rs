@@ -67,6 +67,26 @@ async fn redirects(w: &Worker, path: &str, location: &str) -> bool {
 
 /// Polls until every `(path, long_url)` redirects at the edge (each sweep visits only those that did not yet);
 /// panics after `deadline`. Returns how long it took.
+/// An origin on `db` whose publisher writes to the worker's sync route on `worker_port`.
+async fn origin_publishing_to(db: &Database, worker_port: u16) -> Origin {
+    Origin::start(
+        db,
+        OriginOptions {
+            edge_sync_url: Some(sync_url(worker_port)),
+            ..OriginOptions::default()
+        },
+    )
+    .await
+}
+
+/// Waits (10 s at most) until the origin's publisher has nothing left to send.
+async fn outbox_drained(origin: &Origin) {
+    eventually(Duration::from_secs(10), "publisher.pending = 0", || async {
+        origin.healthz().await["publisher"]["pending"] == 0
+    })
+    .await;
+}
+
 async fn all_redirect(
     w: &Worker,
     links: impl IntoIterator<Item = (String, String)>,
@@ -112,14 +132,7 @@ async fn stack() -> Stack {
     let db = Database::new();
     let account = db.account("owner@example.com");
     let worker_port = e2e::origin::free_port();
-    let origin = Origin::start(
-        &db,
-        OriginOptions {
-            edge_sync_url: Some(sync_url(worker_port)),
-            ..OriginOptions::default()
-        },
-    )
-    .await;
+    let origin = origin_publishing_to(&db, worker_port).await;
     let worker = worker(Some(worker_port), Some(&origin.url), CACHE_TTL_SECONDS);
     Stack {
         worker,
@@ -309,12 +322,9 @@ async fn a_link_in_a_group_kv_lacks_gets_the_group_rules_from_the_first_visit() 
             .await,
     );
     let key = format!("link:{HOST}:{}", &path[1..]);
-    w.sync(
-        vec![(
-            key,
-            e2e::link("https://dest.example/in-kv", &group.id, true),
-        )],
-        vec![],
+    w.put(
+        key,
+        e2e::link("https://dest.example/in-kv", &group.id, true),
     )
     .await;
     w.visit(HOST, &path, &[("CF-IPCountry", "RU")])
@@ -383,14 +393,7 @@ async fn changes_made_while_the_worker_is_down_arrive_when_it_starts() {
     let db = Database::new();
     let account = db.account("owner@example.com");
     let worker_port = e2e::origin::free_port();
-    let origin = Origin::start(
-        &db,
-        OriginOptions {
-            edge_sync_url: Some(sync_url(worker_port)),
-            ..OriginOptions::default()
-        },
-    )
-    .await;
+    let origin = origin_publishing_to(&db, worker_port).await;
     let api = origin.api(&account);
     let mut links = Vec::new();
     for i in 0..50 {
@@ -418,10 +421,7 @@ async fn changes_made_while_the_worker_is_down_arrive_when_it_starts() {
         "50 links at the edge {:?} after the worker was started",
         started.elapsed()
     );
-    eventually(Duration::from_secs(10), "publisher.pending = 0", || async {
-        origin.healthz().await["publisher"]["pending"] == 0
-    })
-    .await;
+    outbox_drained(&origin).await;
 }
 
 #[tokio::test]
@@ -521,10 +521,7 @@ async fn killing_the_origin_mid_publish_loses_nothing() {
         "all links at the edge {:?} after the restart",
         restarted.elapsed()
     );
-    eventually(Duration::from_secs(10), "publisher.pending = 0", || async {
-        origin.healthz().await["publisher"]["pending"] == 0
-    })
-    .await;
+    outbox_drained(&origin).await;
 }
 
 #[tokio::test]
