@@ -12,14 +12,17 @@
 //! origin after the response.
 //!
 //! The decision (which status, which URL, which page, which click) is plain Rust in [`route`], [`visitor`],
-//! [`decision`], [`reply`], [`interstitial`], [`origin`] and [`analytics`], tested on the host. The Workers entry point and the KV reads live in a thin
-//! shell compiled only for `wasm32`. The KV contract is [`kv_model`]'s; see `edge-worker/README.md`.
+//! [`decision`], [`reply`], [`interstitial`], [`origin`] and [`analytics`], and so are the isolate cache ([`cache`]),
+//! the coordination of loads ([`loads`]) and the sync route's rules ([`sync`]), all tested on the host. The Workers
+//! entry point and the I/O (KV, the origin, the sync route's writes) live in a thin shell compiled only for `wasm32`
+//! (`src/shell/`: the entry, the isolate's records, the origin calls, the sync route). The KV contract is [`kv_model`]'s; see `edge-worker/README.md`.
 
 pub mod analytics;
 pub mod cache;
 pub mod config;
 pub mod decision;
 pub mod interstitial;
+pub mod loads;
 pub mod origin;
 pub mod reply;
 pub mod route;

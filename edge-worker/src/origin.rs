@@ -7,6 +7,7 @@
 //! - `POST {ORIGIN_URL}/internal/v1/clicks` with `{"events":[…]}` → `200 {"stored":n}`.
 
 use kv_model::ResolvedLink;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 /// How long a visitor may wait for the origin on a KV miss before getting the fallback. Short: the origin is only
 /// asked about links created seconds ago, and a slow origin must not make unknown codes slow.
@@ -67,18 +68,17 @@ impl Origin {
     }
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters. Hosts and codes are already restricted to
-/// safe characters by the router; an IPv6 host's brackets and colons are the exception this covers.
+/// Everything but RFC 3986's unreserved characters (`ALPHA DIGIT - . _ ~`) is percent-encoded in a path segment.
+/// Hosts and codes are already restricted to safe characters by the router; an IPv6 host's brackets and colons
+/// are the exception this covers.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(s, SEGMENT).to_string()
 }
 
 /// What the origin said about a link the worker missed in KV.
@@ -161,6 +161,10 @@ mod tests {
         assert_eq!(
             o.link_url("[::1]", "a_b-c"),
             "http://o/internal/v1/links/%5B%3A%3A1%5D/a_b-c"
+        );
+        assert_eq!(
+            o.link_url("h.example", "x~y z/é"),
+            "http://o/internal/v1/links/h.example/x~y%20z%2F%C3%A9"
         );
     }
 

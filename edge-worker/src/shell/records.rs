@@ -1,0 +1,393 @@
+//! The isolate's records (wasm32 only): KV records and the origin's answers, kept in the isolate cache, loaded
+//! once per key per isolate. The coordination of loads is [`crate::loads`]'s (host-tested); this file holds the
+//! isolate's state and does the I/O: KV reads, the origin lookup on a KV miss, and the write-back to KV.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
+use serde::de::DeserializeOwned;
+use shared_crypto::DomainBlocklist;
+use worker::{Context, Delay, Env, KvStore};
+
+use super::origin_io::link_from_origin;
+use crate::cache::{self, TtlCache};
+use crate::config;
+use crate::decision::Group;
+use crate::loads::{Loads, Ticket, Wait, WaitStep};
+use crate::origin::{self, Origin};
+
+/// A cached KV record, parsed once per isolate. `None` inside means "absent or unusable" and is cached too.
+#[derive(Clone)]
+enum Cached {
+    Link(Option<Rc<LinkRecord>>),
+    Group(Option<Rc<Group>>),
+    Domain(Option<Rc<DomainRecord>>),
+    Blocklist(Rc<DomainBlocklist>),
+}
+
+/// What one load of a KV key produced.
+struct Loaded {
+    /// The entry now in the isolate cache; `None` when KV could not be read (nothing is cached then, and the
+    /// callers fall back).
+    entry: Option<Cached>,
+    /// A link KV did not have but the origin did: the request that started the load writes it back to KV.
+    write_back: Option<Rc<LinkRecord>>,
+    /// Another entry the load learned, cached with it (the link's group in the origin's answer).
+    also: Option<(String, Cached)>,
+}
+
+impl Loaded {
+    fn entry(entry: Cached) -> Self {
+        Loaded {
+            entry: Some(entry),
+            write_back: None,
+            also: None,
+        }
+    }
+
+    /// KV could not be read: nothing to cache, the callers fall back.
+    fn failed() -> Self {
+        Loaded {
+            entry: None,
+            write_back: None,
+            also: None,
+        }
+    }
+}
+
+/// The isolate-cache key (never a KV key) of a group as the origin gave it, for a link whose group is missing
+/// from KV: kept apart from `group:<id>` so KV's own answer, absence included, stays what it is.
+fn origin_group_key(group_id: &str) -> String {
+    format!("origin-{}", kv_model::group_key(group_id))
+}
+
+/// The isolate's form of a group record from the origin (`None`: unusable key, treated as missing).
+fn origin_group(record: Option<GroupRecord>) -> Cached {
+    Cached::Group(record.and_then(Group::from_record).map(Rc::new))
+}
+
+thread_local! {
+    /// One cache per isolate; wasm32 Workers are single-threaded, so the `RefCell` is never contended and no
+    /// borrow is held across an `.await`.
+    static CACHE: RefCell<TtlCache<Cached>> = RefCell::new(TtlCache::new(
+        config::ISOLATE_CACHE_TTL_SECONDS * 1000,
+        config::ISOLATE_CACHE_CAPACITY,
+    ));
+    /// Loads under way, by KV key. A request that needs a key another request of the isolate is loading waits
+    /// for that load to fill the cache instead of starting its own: an expired hot key, or a new link hit by a
+    /// crowd before KV has it, costs one KV read (and one origin lookup) per isolate rather than one per request.
+    static LOADS: RefCell<Loads> = RefCell::new(Loads::new());
+}
+
+/// Sets the isolate cache's TTL (from the isolate's configuration, on its first request).
+pub(super) fn set_cache_ttl_ms(ttl_ms: u64) {
+    CACHE.with(|cache| cache.borrow_mut().set_ttl_ms(ttl_ms));
+}
+
+/// The sync route wrote or deleted `keys`: they leave the cache (with the origin's copy of a group), loads of
+/// them under way are forgotten, and no load that read KV before the write caches what it read.
+pub(super) fn synced(keys: &[&str]) {
+    CACHE.with(|c| {
+        let mut cache = c.borrow_mut();
+        for key in keys {
+            cache.remove(key);
+            if let Some(group_id) = key.strip_prefix("group:") {
+                cache.remove(&origin_group_key(group_id));
+            }
+        }
+    });
+    LOADS.with(|l| l.borrow_mut().synced(keys.iter().copied()));
+}
+
+fn now_ms() -> u64 {
+    // js_sys's static Date.now(): one call out of wasm, no Date object.
+    js_sys::Date::now() as u64
+}
+
+/// Marks a load as under way until dropped (also when the loading request is cancelled mid-load).
+struct Mark(Ticket);
+
+impl Mark {
+    fn new(key: &str) -> Self {
+        Mark(LOADS.with(|l| l.borrow_mut().start(key, now_ms())))
+    }
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        LOADS.with(|l| l.borrow_mut().finish(&self.0));
+    }
+}
+
+/// Runs `load` as the load of `key` that other requests wait for, and caches its entry (unless the sync route
+/// wrote meanwhile).
+async fn load(key: &str, load: impl Future<Output = Loaded>) -> Loaded {
+    let mark = Mark::new(key);
+    let loaded = load.await;
+    if let Some(entry) = &loaded.entry
+        && LOADS.with(|l| l.borrow().may_cache(&mark.0))
+    {
+        let now_ms = now_ms();
+        CACHE.with(|c| {
+            let mut cache = c.borrow_mut();
+            cache.insert(key.to_owned(), entry.clone(), now_ms);
+            if let Some((key, entry)) = &loaded.also {
+                cache.insert(key.clone(), entry.clone(), now_ms);
+            }
+        });
+    }
+    loaded
+}
+
+/// Waits for another request's load `number` of `key` to put its entry into the cache, on timers of this
+/// request's own ([`crate::loads`] says why). `None`: load it yourself.
+async fn wait_for_load(key: &str, number: u64) -> Option<Cached> {
+    let (mut wait, mut step) = Wait::new(number);
+    while let WaitStep::Pause(ms) = step {
+        Delay::from(Duration::from_millis(ms)).await;
+        let now_ms = now_ms();
+        let entry = CACHE.with(|c| c.borrow().get(key, now_ms));
+        let under_way = LOADS.with(|l| l.borrow().under_way(key, now_ms));
+        step = wait.after_pause(entry.is_some(), under_way);
+        if step == WaitStep::Take {
+            return entry;
+        }
+    }
+    None
+}
+
+/// KV's text for `key` (`Some(None)`: absent); `None` when KV could not be read.
+async fn kv_get(kv: Option<KvStore>, key: &str) -> Option<Option<String>> {
+    kv?.get(key)
+        .cache_ttl(config::KV_CACHE_TTL_SECONDS)
+        .text()
+        .await
+        .ok()
+}
+
+/// Writes a link the origin supplied back to KV, provisionally: it expires unless the publisher's own write
+/// replaces it (origin.rs explains why).
+async fn write_back(kv: Option<KvStore>, key: String, record: Rc<LinkRecord>) {
+    let (Some(kv), Ok(text)) = (kv, serde_json::to_string(&*record)) else {
+        return;
+    };
+    if let Ok(put) = kv.put(&key, text) {
+        let _ = put
+            .expiration_ttl(origin::FALLBACK_RECORD_TTL_SECONDS)
+            .execute()
+            .await;
+    }
+}
+
+/// A JSON record, or `None` when absent, unparsable or of another version (the contract: treat as missing).
+fn parse<T: DeserializeOwned>(text: Option<String>) -> Option<T> {
+    serde_json::from_str(&text?).ok()
+}
+
+/// The records one request reads. The KV binding is looked up only when a record is not in the cache.
+pub(super) struct Records<'a> {
+    env: &'a Env,
+    /// For work that must not delay the response (KV write-back, reloads near expiry).
+    ctx: &'a Context,
+    origin: Option<Rc<Origin>>,
+    now_ms: u64,
+    kv: std::cell::OnceCell<Option<KvStore>>,
+}
+
+impl<'a> Records<'a> {
+    /// The records of a request that arrived at `now_ms`.
+    pub(super) fn new(
+        env: &'a Env,
+        ctx: &'a Context,
+        origin: Option<Rc<Origin>>,
+        now_ms: u64,
+    ) -> Self {
+        Records {
+            env,
+            ctx,
+            origin,
+            now_ms,
+            kv: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn kv(&self) -> Option<&KvStore> {
+        self.kv
+            .get_or_init(|| self.env.kv(config::KV_BINDING).ok())
+            .as_ref()
+    }
+
+    /// The entry for `key`: from the isolate cache, else from another request's load of it under way, else from
+    /// a load of this request's own (`start`). An entry near expiry is served as it is and reloaded after the
+    /// response, so a hot key never makes a request wait. `None` when KV could not be read.
+    async fn entry<F>(&self, key: &str, start: impl FnOnce() -> F) -> Option<Cached>
+    where
+        F: Future<Output = Loaded> + 'static,
+    {
+        let (lookup, caching) = CACHE.with(|c| {
+            let mut cache = c.borrow_mut();
+            (cache.lookup(key, self.now_ms), cache.is_enabled())
+        });
+        let under_way = || LOADS.with(|l| l.borrow().under_way(key, self.now_ms));
+        match lookup {
+            cache::Lookup::Hit(entry) => Some(entry),
+            cache::Lookup::Refresh(entry) => {
+                if under_way().is_none() {
+                    let (kv, key, reload) = (self.kv().cloned(), key.to_owned(), start());
+                    self.ctx.wait_until(async move {
+                        if let Some(record) = load(&key, reload).await.write_back {
+                            write_back(kv, key, record).await;
+                        }
+                    });
+                }
+                Some(entry)
+            }
+            cache::Lookup::Miss => {
+                // Without a cache there is nothing to wait for: the other load's entry would not be kept.
+                if caching
+                    && let Some(number) = under_way()
+                    && let Some(entry) = wait_for_load(key, number).await
+                {
+                    return Some(entry);
+                }
+                let loaded = load(key, start()).await;
+                if let Some(record) = loaded.write_back {
+                    self.ctx
+                        .wait_until(write_back(self.kv().cloned(), key.to_owned(), record));
+                }
+                loaded.entry
+            }
+        }
+    }
+
+    /// A load of `key` from KV alone; `wrap` parses the text into the entry to cache.
+    fn kv_load(
+        &self,
+        key: &str,
+        wrap: fn(Option<String>) -> Cached,
+    ) -> impl Future<Output = Loaded> + 'static {
+        let (kv, key) = (self.kv().cloned(), key.to_owned());
+        async move {
+            match kv_get(kv, &key).await {
+                Some(text) => Loaded::entry(wrap(text)),
+                None => Loaded::failed(),
+            }
+        }
+    }
+
+    /// A link, through the isolate cache and KV, and on a KV miss (a key KV does not have, not a value it cannot
+    /// parse) through the origin when one is configured: a link created seconds ago redirects before the
+    /// publisher's write has reached this location, and is written back to KV.
+    pub(super) async fn link(&self, host: &str, code: &str) -> Option<Rc<LinkRecord>> {
+        let key = kv_model::link_key(host, code);
+        let start = || {
+            let kv = self.kv().cloned();
+            let origin = self.origin.clone();
+            let (key, host, code) = (key.clone(), host.to_owned(), code.to_owned());
+            async move {
+                let Some(text) = kv_get(kv, &key).await else {
+                    return Loaded::failed();
+                };
+                match (text, origin) {
+                    (Some(text), _) => {
+                        Loaded::entry(Cached::Link(parse::<LinkRecord>(Some(text)).map(Rc::new)))
+                    }
+                    // An origin 404 or failure is cached as absence like a KV miss: an unknown code costs the
+                    // origin one lookup per isolate per TTL, not one per request, and a failing origin one slow
+                    // visitor, not all.
+                    (None, Some(origin)) => match link_from_origin(&origin, &host, &code).await {
+                        Some(resolved) => {
+                            let record = Rc::new(resolved.link());
+                            // The group may be as new as the link: keep the origin's copy for the rules.
+                            let also = resolved.group.map(|g| {
+                                (origin_group_key(&record.group_id), origin_group(Some(g)))
+                            });
+                            Loaded {
+                                entry: Some(Cached::Link(Some(record.clone()))),
+                                write_back: Some(record),
+                                also,
+                            }
+                        }
+                        None => Loaded::entry(Cached::Link(None)),
+                    },
+                    (None, None) => Loaded::entry(Cached::Link(None)),
+                }
+            }
+        };
+        match self.entry(&key, start).await {
+            Some(Cached::Link(link)) => link,
+            _ => None,
+        }
+    }
+
+    /// The group of an active persistent link when KV has no usable `group:<id>` (a group created with the link,
+    /// seconds ago, not yet published or not yet visible at this location): the origin's copy, from the same
+    /// lookup as a link KV lacks, so the group's rules apply from the first visit. `None` without an origin, or
+    /// when it does not answer (cached like a KV miss: one lookup per isolate per TTL).
+    pub(super) async fn group_from_origin(
+        &self,
+        host: &str,
+        code: &str,
+        group_id: &str,
+    ) -> Option<Rc<Group>> {
+        let origin = self.origin.clone()?;
+        let start = || {
+            let (host, code) = (host.to_owned(), code.to_owned());
+            async move {
+                let group = link_from_origin(&origin, &host, &code)
+                    .await
+                    .and_then(|resolved| resolved.group);
+                Loaded::entry(origin_group(group))
+            }
+        };
+        match self.entry(&origin_group_key(group_id), start).await {
+            Some(Cached::Group(group)) => group,
+            _ => None,
+        }
+    }
+
+    pub(super) async fn group(&self, group_id: &str) -> Option<Rc<Group>> {
+        let key = kv_model::group_key(group_id);
+        let wrap = |text| {
+            Cached::Group(
+                parse::<GroupRecord>(text)
+                    .and_then(Group::from_record)
+                    .map(Rc::new),
+            )
+        };
+        match self.entry(&key, || self.kv_load(&key, wrap)).await {
+            Some(Cached::Group(group)) => group,
+            _ => None,
+        }
+    }
+
+    pub(super) async fn domain(&self, host: &str) -> Option<Rc<DomainRecord>> {
+        let key = kv_model::domain_key(host);
+        let wrap = |text| Cached::Domain(parse::<DomainRecord>(text).map(Rc::new));
+        match self.entry(&key, || self.kv_load(&key, wrap)).await {
+            Some(Cached::Domain(domain)) => domain,
+            _ => None,
+        }
+    }
+
+    /// The blocked domains; empty when KV cannot be read (that is not cached).
+    pub(super) async fn blocklist(&self) -> Rc<DomainBlocklist> {
+        let wrap = |text| {
+            Cached::Blocklist(Rc::new(
+                parse::<BlocklistRecord>(text)
+                    .map(|r| r.domains.iter().collect())
+                    .unwrap_or_default(),
+            ))
+        };
+        match self
+            .entry(BLOCKLIST_KEY, || self.kv_load(BLOCKLIST_KEY, wrap))
+            .await
+        {
+            Some(Cached::Blocklist(list)) => list,
+            _ => Rc::default(),
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! `POST /__shortlink/sync` (wasm32 only): the origin's authenticated KV writer. What a request may carry and what
+//! the answers say is [`crate::sync`]'s (host-tested); this file reads the body, writes KV and evicts the isolate's
+//! copies of the keys it wrote.
+
+use worker::{Env, Request};
+
+use super::records;
+use crate::config;
+use crate::reply::{Page, Reply, reply};
+use crate::sync::{self, Auth};
+
+/// `POST /__shortlink/sync`.
+pub(super) async fn sync_route(req: &mut Request, env: &Env) -> Reply {
+    let secret = env.secret(config::SYNC_SECRET).ok().map(|s| s.to_string());
+    let authorization = req.headers().get("Authorization").ok().flatten();
+    let auth = sync::authorize(authorization.as_deref(), secret.as_deref());
+    // Refuse an oversized body before reading it when its length is declared.
+    let declared = req
+        .headers()
+        .get("Content-Length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let body = if declared.is_some_and(|len| len > sync::MAX_BODY_BYTES) {
+        Err("body_too_large")
+    } else {
+        // Read the body even when the answer is 401 or 404: workerd closes a connection whose request body was
+        // left unread, and a client reusing it from its pool would see a reset instead of our answer.
+        req.bytes().await.map_err(|_| "unreadable_body")
+    };
+    match auth {
+        Auth::Disabled => return reply(&Page::NoFallback, false),
+        Auth::Denied => return Reply::json(401, sync::error_body("unauthorized")),
+        Auth::Allowed => {}
+    }
+    let body = match body {
+        Ok(body) => body,
+        Err(e) => return Reply::json(400, sync::error_body(e)),
+    };
+    let batch = match sync::parse_batch(&body) {
+        Ok(batch) => batch,
+        Err(e) => return Reply::json(400, sync::error_body(&e)),
+    };
+    let Ok(kv) = env.kv(config::KV_BINDING) else {
+        return Reply::json(503, sync::error_body("kv_binding_missing"));
+    };
+    let mut result = Ok(());
+    for (key, value) in &batch.puts {
+        let put = match kv.put(key, value.as_str()) {
+            Ok(put) => put.execute().await,
+            Err(e) => Err(e),
+        };
+        if put.is_err() {
+            result = Err(format!("kv_put_failed: {key}"));
+            break;
+        }
+    }
+    if result.is_ok() {
+        for key in &batch.deletes {
+            if kv.delete(key).await.is_err() {
+                result = Err(format!("kv_delete_failed: {key}"));
+                break;
+            }
+        }
+    }
+    // Evict even after a partial failure: some keys may have changed. Loads that read before the write neither
+    // cache what they read nor serve the requests that come after it.
+    let keys: Vec<&str> = batch.keys().collect();
+    records::synced(&keys);
+    match result {
+        Ok(()) => Reply::json(200, sync::ok_body(&batch)),
+        // The batch is idempotent: 503 tells the publisher to retry it whole.
+        Err(e) => Reply::json(503, sync::error_body(&e)),
+    }
+}
