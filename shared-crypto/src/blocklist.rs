@@ -5,7 +5,7 @@ use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::destination::normalize_host;
+use crate::host::normalize_host;
 
 /// A set of blocked destination domains.
 ///

@@ -8,6 +8,7 @@ use alloc::borrow::Cow;
 use alloc::string::String;
 
 use crate::blocklist::Blocklist;
+use crate::host::normalize_host;
 
 /// The longest accepted destination, in characters (Unicode scalar values), counted on the final URL:
 /// after an `http://` upgrade and after `back_param` is appended.
@@ -164,6 +165,9 @@ pub fn append_back_param(url: &str, back_param: &str) -> String {
 /// `.` and `_` (or be a bracketed IPv6 literal): percent-escapes and non-ASCII hosts are rejected because a
 /// browser would map them to a different, possibly blocked, host. Internationalized domains must be given in
 /// their `xn--` form.
+///
+/// Hand-written rather than the `url` crate: its IDNA tables would add about 100 KB to the worker's wasm (cold
+/// start), and this crate must stay `no_std`; the rules it needs are the few above.
 pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
     let (_, rest) = split_scheme(url).ok_or(DestinationError::Scheme)?;
     let rest = rest
@@ -219,11 +223,6 @@ pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
         return Err(DestinationError::Invalid("bad host character"));
     }
     Ok(host)
-}
-
-/// Lowercases an ASCII host and removes trailing dots (`Blocked.Example.NET.` → `blocked.example.net`).
-pub fn normalize_host(host: &str) -> String {
-    host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// Splits `scheme:rest` when the part before the first `:` is a valid RFC 3986 scheme.

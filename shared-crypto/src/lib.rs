@@ -31,16 +31,18 @@ extern crate alloc;
 mod blocklist;
 mod destination;
 mod error;
+mod host;
 mod key;
 mod payload;
 mod token;
 
 pub use blocklist::{Blocklist, DomainBlocklist};
 pub use destination::{
-    Destination, DestinationError, MAX_URL_LEN, append_back_param, extract_host, normalize_host,
-    parse_destination, upgrade_http,
+    Destination, DestinationError, MAX_URL_LEN, append_back_param, extract_host, parse_destination,
+    upgrade_http,
 };
 pub use error::{PayloadError, SignatureError, TokenError};
+pub use host::normalize_host;
 #[cfg(feature = "rand")]
 pub use key::RandomError;
 pub use key::{GroupKey, KEY_LEN, KeyError};

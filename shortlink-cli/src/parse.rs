@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use shared_crypto::GroupKey;
 
 /// A group key: base64url of 32 bytes.
@@ -9,19 +10,12 @@ pub(crate) fn group_key(s: &str) -> Result<GroupKey, String> {
     GroupKey::from_base64url(s).map_err(|e| e.to_string())
 }
 
-/// A UUID in the hyphenated 8-4-4-4-12 hex form; returned lowercase.
+/// A UUID in the hyphenated 8-4-4-4-12 hex form, as the dashboard shows group ids; returned lowercase. The `uuid`
+/// crate also reads the simple, braced and URN forms; those are refused, so a mistyped id is not silently fixed.
 pub(crate) fn uuid(s: &str) -> Result<String, String> {
-    let groups: Vec<&str> = s.split('-').collect();
-    let lens = [8, 4, 4, 4, 12];
-    let well_formed = groups.len() == lens.len()
-        && groups
-            .iter()
-            .zip(lens)
-            .all(|(g, len)| g.len() == len && g.bytes().all(|b| b.is_ascii_hexdigit()));
-    if well_formed {
-        Ok(s.to_ascii_lowercase())
-    } else {
-        Err("expected a UUID like 0b7e2c1a-3f4d-4e5f-8a9b-0c1d2e3f4a5b".into())
+    match uuid::Uuid::try_parse(s) {
+        Ok(id) if s.len() == uuid::fmt::Hyphenated::LENGTH => Ok(id.hyphenated().to_string()),
+        _ => Err("expected a UUID like 0b7e2c1a-3f4d-4e5f-8a9b-0c1d2e3f4a5b".into()),
     }
 }
 
@@ -37,80 +31,32 @@ pub(crate) fn domain(s: &str) -> Result<String, String> {
     Ok(s.trim_end_matches('.').to_ascii_lowercase())
 }
 
-/// A duration such as `30s`, `15m`, `1h`, `7d` or `1h30m`, in seconds. Must be positive.
+/// A duration such as `30s`, `15m`, `1h`, `7d` or `1h30m` (humantime's syntax, which also takes `1h 30m` and
+/// long unit names), in whole seconds. Must be positive.
 pub(crate) fn duration_secs(s: &str) -> Result<i64, String> {
-    let err = || format!("expected a duration like 30s, 15m, 1h, 7d or 1h30m, got {s:?}");
-    let mut total: i64 = 0;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return Err(err());
+    let d = humantime::parse_duration(s.trim()).map_err(|e| {
+        format!("expected a duration like 30s, 15m, 1h, 7d or 1h30m, got {s:?}: {e}")
+    })?;
+    if d.subsec_nanos() != 0 {
+        return Err("duration must be whole seconds".into());
     }
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?;
-        if digits == 0 {
-            return Err(err());
-        }
-        let value: i64 = rest[..digits].parse().map_err(|_| err())?;
-        let unit = rest[digits..].chars().next().ok_or_else(err)?;
-        let scale = match unit {
-            's' => 1,
-            'm' => 60,
-            'h' => 3_600,
-            'd' => 86_400,
-            _ => return Err(err()),
-        };
-        total = value
-            .checked_mul(scale)
-            .and_then(|v| total.checked_add(v))
-            .ok_or("duration is too large")?;
-        rest = &rest[digits + unit.len_utf8()..];
+    match i64::try_from(d.as_secs()) {
+        Ok(0) => Err("duration must be positive".into()),
+        Ok(secs) => Ok(secs),
+        Err(_) => Err("duration is too large".into()),
     }
-    if total == 0 {
-        return Err("duration must be positive".into());
-    }
-    Ok(total)
 }
 
-/// Percent-encodes everything except RFC 3986 unreserved characters (a base64url token passes unchanged).
+/// RFC 3986's unreserved characters stay as they are (a base64url token passes unchanged); the rest is encoded.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// Percent-encodes a query value.
 pub(crate) fn percent_encode(s: &str) -> Cow<'_, str> {
-    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~');
-    if s.bytes().all(unreserved) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        if unreserved(b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// Percent-decodes `s`; invalid escapes are kept literally.
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(hi), Some(lo)) => {
-                out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    utf8_percent_encode(s, QUERY_VALUE).into()
 }
 
 /// The token in a `verify` argument: the argument itself, or the decoded `signature` query parameter when the
@@ -120,10 +66,9 @@ pub(crate) fn token_from_arg(arg: &str) -> String {
         Some((_, query)) if arg.contains("://") => query.split('#').next().unwrap_or_default(),
         _ => return arg.to_owned(),
     };
-    query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("signature="))
-        .map(percent_decode)
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "signature")
+        .map(|(_, token)| token.into_owned())
         .unwrap_or_else(|| arg.to_owned())
 }
 
@@ -139,16 +84,18 @@ mod tests {
         assert_eq!(duration_secs("7d"), Ok(604_800));
         assert_eq!(duration_secs("1h30m"), Ok(5_400));
         assert_eq!(duration_secs(" 2d12h "), Ok(216_000));
+        assert_eq!(duration_secs("1h 30m"), Ok(5_400));
+        assert_eq!(duration_secs("1.5h"), Ok(5_400));
         for bad in [
             "",
             "1",
             "h",
             "1x",
             "-1h",
-            "1.5h",
+            "0.5s",
             "0s",
-            "1h 30m",
             "99999999999999999999s",
+            "1500ms",
             "1é",
             "s1",
         ] {
@@ -201,7 +148,6 @@ mod tests {
     fn percent_coding() {
         assert_eq!(percent_encode("AQ-_x"), "AQ-_x");
         assert_eq!(percent_encode("a+b=/"), "a%2Bb%3D%2F");
-        assert_eq!(percent_decode("a%2Bb%3D%2F%zz%"), "a+b=/%zz%");
     }
 
     #[test]
