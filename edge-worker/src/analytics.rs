@@ -10,7 +10,7 @@
 //! flight in the isolate, and a flush keeps sending until the buffer is empty, so under load one request carries
 //! many events and at rest a click reaches the origin within one round trip.
 
-use serde::Serialize;
+pub use kv_model::{ClickEvent, Device};
 
 use crate::decision::{Decision, Outcome};
 use crate::route::normalize_request_host;
@@ -26,20 +26,6 @@ pub const MAX_BUFFERED: usize = 5000;
 /// A flush in flight longer than this is taken for dead (its request context was cancelled), so a stuck flag cannot
 /// stop an isolate from reporting for good.
 pub const STALE_FLUSH_MS: u64 = 60_000;
-
-/// The kind of device, from the User-Agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Device {
-    /// Phones.
-    Mobile,
-    /// Tablets (iPad, Android without `Mobile`, Kindle).
-    Tablet,
-    /// Windows, macOS, Linux and ChromeOS browsers.
-    Desktop,
-    /// Anything else (TVs, consoles, unknown).
-    Other,
-}
 
 /// Classifies a User-Agent. iPadOS 13+ Safari presents itself as a Mac by default, so such iPads count as desktop:
 /// the User-Agent cannot tell them apart.
@@ -107,44 +93,23 @@ pub fn referer_host(referer: Option<&str>) -> Option<String> {
     normalize_request_host(host)
 }
 
-/// One click, as the origin's `POST /internal/v1/clicks` takes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ClickEvent {
-    /// The host the visitor used.
-    pub host: String,
-    /// The persistent link's code; `null` for a dynamic link (`/e/…`).
-    pub short_code: Option<String>,
-    /// The link's group, or the dynamic link's group from the path.
-    pub group_id: String,
-    /// UNIX milliseconds.
-    pub at: u64,
-    /// ISO country code, when known.
-    pub country: Option<String>,
-    /// Host of the `Referer`, when sent.
-    pub referer_host: Option<String>,
-    /// From the User-Agent.
-    pub device: Device,
-}
-
-impl ClickEvent {
-    /// The event of a counted request.
-    pub fn new(
-        host: &str,
-        short_code: Option<&str>,
-        group_id: &str,
-        at: u64,
-        visitor: &Visitor,
-        referer: Option<&str>,
-    ) -> ClickEvent {
-        ClickEvent {
-            host: host.to_owned(),
-            short_code: short_code.map(str::to_owned),
-            group_id: group_id.to_owned(),
-            at,
-            country: visitor.country.clone(),
-            referer_host: referer_host(referer),
-            device: device(&visitor.user_agent),
-        }
+/// The event of a counted request (the report's shape is [`kv_model`]'s, shared with the origin).
+pub fn click_event(
+    host: &str,
+    short_code: Option<&str>,
+    group_id: &str,
+    at_ms: u64,
+    visitor: &Visitor,
+    referer: Option<&str>,
+) -> ClickEvent {
+    ClickEvent {
+        host: host.to_owned(),
+        short_code: short_code.map(str::to_owned),
+        group_id: group_id.to_owned(),
+        at: i64::try_from(at_ms).unwrap_or(i64::MAX),
+        country: visitor.country.clone(),
+        referer_host: referer_host(referer),
+        device: device(&visitor.user_agent),
     }
 }
 
@@ -327,7 +292,7 @@ mod tests {
     #[test]
     fn events_serialize_as_the_origin_takes_them() {
         let visitor = human(IPHONE);
-        let e = ClickEvent::new(
+        let e = click_event(
             "go.example.com",
             Some("abc"),
             "g1",
@@ -335,7 +300,7 @@ mod tests {
             &visitor,
             Some("https://news.example/x"),
         );
-        let dynamic = ClickEvent::new("go.example.com", None, "g2", 5, &human(CHROME), None);
+        let dynamic = click_event("go.example.com", None, "g2", 5, &human(CHROME), None);
         let body: serde_json::Value = serde_json::from_str(&batch_body(&[e, dynamic])).unwrap();
         assert_eq!(
             body,
@@ -349,7 +314,7 @@ mod tests {
     }
 
     fn event(n: u64) -> ClickEvent {
-        ClickEvent::new("h", Some("c"), "g", n, &human(CHROME), None)
+        click_event("h", Some("c"), "g", n, &human(CHROME), None)
     }
 
     #[test]

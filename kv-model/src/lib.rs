@@ -34,7 +34,10 @@ use core::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+mod click;
 mod short_code;
+
+pub use click::{ClickBatch, ClickEvent, Device};
 
 pub use short_code::{
     GENERATED_ALPHABET, GENERATED_LEN, SHORT_CODE_MAX_LEN, SHORT_CODE_MIN_LEN, ShortCode,

@@ -3,26 +3,8 @@
 use crate::domain::Micros;
 use crate::error::StoreError;
 use crate::pool::Db;
+use kv_model::ClickEvent;
 use sqlx::Row;
-
-/// One visitor request, as the edge reports it.
-#[derive(Debug, Clone)]
-pub struct ClickEvent {
-    /// Hostname the visitor used.
-    pub host: String,
-    /// The persistent link's code; None for a dynamic link.
-    pub short_code: Option<String>,
-    /// The group (for a dynamic link, the one in the path).
-    pub group_id: String,
-    /// UNIX milliseconds.
-    pub at: i64,
-    /// ISO country code, when known.
-    pub country: Option<String>,
-    /// Host of the Referer, when sent.
-    pub referer_host: Option<String>,
-    /// `desktop`, `mobile`, `tablet` or `other`.
-    pub device: String,
-}
 
 /// Clicks on one day (UTC).
 #[derive(Debug, Clone)]
@@ -101,7 +83,7 @@ impl Db {
             .bind(e.at.saturating_mul(1_000))
             .bind(bounded(e.country, 2).map(|c| c.to_ascii_uppercase()))
             .bind(bounded(e.referer_host, 253))
-            .bind(bounded(Some(e.device), 16).unwrap_or_else(|| "other".to_owned()))
+            .bind(e.device.as_str())
             .execute(&mut *tx)
             .await?;
             stored += 1;

@@ -26,12 +26,14 @@ mod publishing;
 mod rate_limit;
 
 pub use accounts::NewAccount;
-pub use clicks::{ClickEvent, CountryCount, DayCount, LinkStats};
+pub use clicks::{CountryCount, DayCount, LinkStats};
 pub use creation::{CreateLink, CreatedLink};
 pub use domains::{DomainOwner, DomainRow};
 pub use error::{Entity, StoreError};
 pub use groups::GroupRow;
 pub use keys::AuthContext;
+/// The click report's events, as the worker sends them (the contract is `kv-model`'s).
+pub use kv_model::{ClickEvent, Device};
 pub use links::{LinkPage, ListedLink};
 pub use pool::{Db, Engine};
 pub use publishing::OutboxLag;

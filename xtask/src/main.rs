@@ -121,51 +121,24 @@ fn ensure_wasm_target() -> Result {
     Ok(())
 }
 
-/// The Python package the snippet check needs, at the pinned version.
-fn ensure_python_deps() -> Result {
-    let req = std::fs::read_to_string(root().join("snippets/requirements.txt"))
-        .map_err(|e| e.to_string())?;
-    let want = req
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("cryptography=="))
-        .unwrap_or_default()
-        .to_owned();
-    let have = Command::new("python3")
-        .args(["-c", "import cryptography; print(cryptography.__version__)"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    if have.as_deref() != Some(want.as_str()) {
-        run(Command::new("python3").args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "-r",
-            "snippets/requirements.txt",
-        ]))?;
-    }
-    Ok(())
-}
-
-/// schemathesis for the schema-driven fuzzing run, at the pinned version.
-fn ensure_schemathesis() -> Result {
-    let importable = Command::new("python3")
-        .args(["-c", "import schemathesis"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !importable {
-        run(Command::new("python3").args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "-r",
-            "scripts/requirements-schemathesis.txt",
-        ]))?;
+/// The Python packages pinned in `requirements` (`name==version` lines), installed with pip unless every one is
+/// installed at exactly its version already.
+fn ensure_pip(requirements: &str) -> Result {
+    let text = std::fs::read_to_string(root().join(requirements)).map_err(|e| e.to_string())?;
+    let installed = |(package, version): (&str, &str)| {
+        Command::new("python3")
+            .args([
+                "-c",
+                &format!("import importlib.metadata as m; print(m.version('{package}'))"),
+            ])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .is_some_and(|o| String::from_utf8_lossy(&o.stdout).trim() == version)
+    };
+    let mut pins = text.lines().filter_map(|l| l.trim().split_once("=="));
+    if !pins.all(installed) {
+        run(Command::new("python3").args(["-m", "pip", "install", "--quiet", "-r", requirements]))?;
     }
     Ok(())
 }
@@ -173,7 +146,8 @@ fn ensure_schemathesis() -> Result {
 fn test() -> Result {
     ensure_postgres()?;
     ensure_wasm_target()?;
-    ensure_python_deps()?;
+    // The snippet check's Python side.
+    ensure_pip("snippets/requirements.txt")?;
     if root().join("scripts/install-edge-toolchain.sh").exists() {
         run(Command::new("bash").arg("scripts/install-edge-toolchain.sh"))?;
     }
@@ -213,7 +187,7 @@ fn test() -> Result {
         .arg("scripts/fuzz.sh")
         .env("FUZZ_SECONDS", fuzz_seconds))?;
     // Requests generated from the OpenAPI document against a real origin.
-    ensure_schemathesis()?;
+    ensure_pip("scripts/requirements-schemathesis.txt")?;
     run(Command::new("bash").arg("scripts/schemathesis.sh"))?;
     if root().join("scripts/edge-test.sh").exists() {
         run(Command::new("bash").arg("scripts/edge-test.sh"))?;

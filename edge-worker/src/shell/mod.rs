@@ -14,7 +14,7 @@ use kv_model::GroupSettings;
 use wasm_bindgen::JsValue;
 use worker::{Context, Env, Headers, Method, Request, Response, event};
 
-use crate::analytics::{self, ClickEvent};
+use crate::analytics;
 use crate::config;
 use crate::decision::{self, Decision, Outcome};
 use crate::origin::Origin;
@@ -156,7 +156,7 @@ impl Visit<'_> {
             return;
         };
         let referer = self.req.headers().get("Referer").ok().flatten();
-        let event = ClickEvent::new(
+        let event = analytics::click_event(
             host,
             short_code,
             group_id,

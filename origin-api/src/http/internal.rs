@@ -10,10 +10,9 @@ use axum::http::{header, request::Parts};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use kv_model::ClickBatch;
 use kv_model::ResolvedLink;
 use secrecy::ExposeSecret;
-use serde::Deserialize;
-use shortlink_store::ClickEvent;
 use subtle::ConstantTimeEq;
 
 /// Most events in one batch, and the body limit that fits them.
@@ -66,41 +65,6 @@ async fn resolve(
     Ok(Json(ResolvedLink::new(link, group)).into_response())
 }
 
-/// A batch of click events as the worker posts it (edge-worker `analytics.rs` writes this shape).
-#[derive(Debug, Deserialize)]
-struct ClickBatch {
-    events: Vec<ClickBody>,
-}
-
-/// One visitor request, as the edge reports it.
-#[derive(Debug, Deserialize)]
-struct ClickBody {
-    host: String,
-    #[serde(default)]
-    short_code: Option<String>,
-    group_id: String,
-    at: i64,
-    #[serde(default)]
-    country: Option<String>,
-    #[serde(default)]
-    referer_host: Option<String>,
-    device: String,
-}
-
-impl From<ClickBody> for ClickEvent {
-    fn from(c: ClickBody) -> Self {
-        Self {
-            host: c.host,
-            short_code: c.short_code,
-            group_id: c.group_id,
-            at: c.at,
-            country: c.country,
-            referer_host: c.referer_host,
-            device: c.device,
-        }
-    }
-}
-
 async fn clicks(
     State(state): State<AppState>,
     _edge: Edge,
@@ -111,7 +75,6 @@ async fn clicks(
             "at most {MAX_EVENTS} events per batch"
         )));
     }
-    let events = batch.events.into_iter().map(ClickEvent::from).collect();
-    let stored = state.db.record_clicks(events).await?;
+    let stored = state.db.record_clicks(batch.events).await?;
     Ok(Json(serde_json::json!({ "stored": stored })))
 }

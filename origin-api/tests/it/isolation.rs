@@ -12,8 +12,8 @@
 use crate::common::{Account, Engine, TestApp, json};
 use serde_json::{Value, json};
 use shared_crypto::{GroupKey, Payload, TokenCipher};
-use shortlink_store::ClickEvent;
 use shortlink_store::domain::GroupSettings;
+use shortlink_store::{ClickEvent, Device};
 
 /// Everything of `b` that `a` must never see, as strings to look for in raw responses.
 struct Secrets {
@@ -250,7 +250,7 @@ async fn their_stats_look_like_unknown(engine: Engine) {
             at: 1_800_000_000_000,
             country: Some("FR".to_owned()),
             referer_host: None,
-            device: "desktop".to_owned(),
+            device: Device::Desktop,
         }])
         .await
         .unwrap();

@@ -4,7 +4,7 @@
 
 use crate::common::{Engine, TestApp, json};
 use serde_json::{Value, json};
-use shortlink_store::ClickEvent;
+use shortlink_store::{ClickEvent, Device};
 use std::collections::BTreeSet;
 
 /// The public surface: (path, method, needs the Token scheme).
@@ -323,7 +323,7 @@ async fn response_schemas_match_real_responses() {
             at: 1_800_000_000_000,
             country: Some("DE".to_owned()),
             referer_host: None,
-            device: "desktop".to_owned(),
+            device: Device::Desktop,
         }])
         .await
         .unwrap();
