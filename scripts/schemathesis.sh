@@ -75,16 +75,15 @@ done
 # Checks: all of them except
 #   positive_data_acceptance  - schema-valid is not always acceptable (a long_url that matches
 #                               ^https:// may still have no valid host; create-link is rate limited);
-#   use_after_free, ensure_resource_availability, object_level_authorization - need links between
-#                               operations (no read-one or delete operation exists);
+#   object_level_authorization - schemathesis would need a second key and links between operations;
+#                               the isolation tests (origin-api/tests/it/isolation.rs) check every route;
 #   ignored_auth               - validate-dynamic, healthz and the document are public by design.
-# The isolation tests (origin-api/tests/isolation.rs) cover cross-account access.
 args=(
     --config-file "$PWD/scripts/schemathesis.toml"
     run "$BASE/api/v1/openapi.json"
     --header "Authorization: Token $KEY"
     --checks all
-    --exclude-checks positive_data_acceptance,use_after_free,ensure_resource_availability,object_level_authorization,ignored_auth
+    --exclude-checks positive_data_acceptance,object_level_authorization,ignored_auth
     --max-examples "$MAX_EXAMPLES"
     --max-response-time 10
     --request-timeout 15

@@ -10,7 +10,9 @@
 //! flight in the isolate, and a flush keeps sending until the buffer is empty, so under load one request carries
 //! many events and at rest a click reaches the origin within one round trip.
 
-pub use kv_model::{ClickEvent, Device};
+use std::collections::VecDeque;
+
+pub use kv_model::{ClickBatch, ClickEvent, Device};
 
 use crate::decision::{Decision, Outcome};
 use crate::route::normalize_request_host;
@@ -110,18 +112,25 @@ pub fn click_event(
         country: visitor.country.clone(),
         referer_host: referer_host(referer),
         device: device(&visitor.user_agent),
+        id: None,
     }
 }
 
-/// The report body: `{"events":[…]}`.
-pub fn batch_body(events: &[ClickEvent]) -> String {
-    serde_json::json!({ "events": events }).to_string()
+/// The report body: `{"batch_id": "<uuid>", "events": […]}`.
+pub fn batch_body(batch: &ClickBatch) -> String {
+    serde_json::to_string(batch).unwrap_or_default()
 }
 
-/// The isolate's click events not yet reported, and whether a flush is in flight.
+/// The isolate's click events not yet reported, the reports to send again, and whether a flush is in flight.
+///
+/// Every report gets a `batch_id` when it is first cut (from the `new_id` the shell passes: a random UUID), and a
+/// report the origin could not take is kept whole, id and all, and sent first by the next flush: if the origin had
+/// counted it and only its answer was lost (a timeout), it answers the repeat as a duplicate instead of counting
+/// the clicks twice.
 #[derive(Debug, Default)]
 pub struct ClickBuffer {
     events: Vec<ClickEvent>,
+    retries: VecDeque<ClickBatch>,
     flush_started_ms: Option<u64>,
 }
 
@@ -137,19 +146,23 @@ impl ClickBuffer {
         self.trim();
     }
 
-    /// Events waiting.
+    /// Events waiting, in reports to retry and not yet cut.
     pub fn len(&self) -> usize {
-        self.events.len()
+        self.retries.iter().map(|b| b.events.len()).sum::<usize>() + self.events.len()
     }
 
     /// Whether no event is waiting.
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.len() == 0
     }
 
-    /// The first batch of a new flush, or `None` when a flush is already in flight (it will send what is buffered
-    /// now when its current request completes) or nothing waits.
-    pub fn start_flush(&mut self, now_ms: u64) -> Option<Vec<ClickEvent>> {
+    /// The first report of a new flush, or `None` when a flush is already in flight (it will send what is
+    /// buffered now when its current request completes) or nothing waits.
+    pub fn start_flush(
+        &mut self,
+        now_ms: u64,
+        new_id: impl FnOnce() -> Option<String>,
+    ) -> Option<ClickBatch> {
         if self
             .flush_started_ms
             .is_some_and(|t| now_ms.saturating_sub(t) < STALE_FLUSH_MS)
@@ -157,33 +170,56 @@ impl ClickBuffer {
             return None;
         }
         self.flush_started_ms = Some(now_ms);
-        self.next_batch(now_ms)
+        self.next_batch(now_ms, new_id)
     }
 
-    /// After a batch was delivered (or rejected for good): the next batch, or `None` and the flush ends.
-    pub fn next_batch(&mut self, now_ms: u64) -> Option<Vec<ClickEvent>> {
+    /// After a report was delivered (or rejected for good): the next one (a report to retry first, as it was),
+    /// or `None` and the flush ends.
+    pub fn next_batch(
+        &mut self,
+        now_ms: u64,
+        new_id: impl FnOnce() -> Option<String>,
+    ) -> Option<ClickBatch> {
+        if let Some(retry) = self.retries.pop_front() {
+            self.flush_started_ms = Some(now_ms);
+            return Some(retry);
+        }
         if self.events.is_empty() {
             self.flush_started_ms = None;
             return None;
         }
         self.flush_started_ms = Some(now_ms);
         let n = self.events.len().min(MAX_BATCH);
-        Some(self.events.drain(..n).collect())
+        Some(ClickBatch {
+            batch_id: new_id(),
+            events: self.events.drain(..n).collect(),
+        })
     }
 
-    /// After a batch could not be delivered: keeps its events (ahead of newer ones) for the next flush, which the
-    /// next counted request starts, and ends this flush.
-    pub fn failed(&mut self, mut batch: Vec<ClickEvent>) {
-        batch.append(&mut self.events);
-        self.events = batch;
+    /// After a report could not be delivered: keeps it, with its id, to be sent first by the next flush (which
+    /// the next counted request starts), and ends this flush.
+    pub fn failed(&mut self, batch: ClickBatch) {
+        self.retries.push_front(batch);
         self.trim();
         self.flush_started_ms = None;
     }
 
+    /// Drops the oldest events past [`MAX_BUFFERED`]: from the reports to retry first (a report keeps its id
+    /// while it loses events: if the origin had counted it, the repeat is still a duplicate), then from the events
+    /// not yet cut.
     fn trim(&mut self) {
-        if self.events.len() > MAX_BUFFERED {
-            let excess = self.events.len() - MAX_BUFFERED;
-            self.events.drain(..excess);
+        let mut excess = self.len().saturating_sub(MAX_BUFFERED);
+        while excess > 0 {
+            let Some(oldest) = self.retries.front_mut() else {
+                self.events.drain(..excess.min(self.events.len()));
+                return;
+            };
+            let n = excess.min(oldest.events.len());
+            oldest.events.drain(..n);
+            excess -= n;
+            if oldest.events.is_empty() {
+                self.retries.pop_front();
+            }
         }
     }
 }
@@ -301,10 +337,14 @@ mod tests {
             Some("https://news.example/x"),
         );
         let dynamic = click_event("go.example.com", None, "g2", 5, &human(CHROME), None);
-        let body: serde_json::Value = serde_json::from_str(&batch_body(&[e, dynamic])).unwrap();
+        let batch = ClickBatch {
+            batch_id: Some("0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10".into()),
+            events: vec![e, dynamic],
+        };
+        let body: serde_json::Value = serde_json::from_str(&batch_body(&batch)).unwrap();
         assert_eq!(
             body,
-            serde_json::json!({"events": [
+            serde_json::json!({"batch_id": "0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10", "events": [
                 {"host": "go.example.com", "short_code": "abc", "group_id": "g1", "at": 1_700_000_000_123u64,
                  "country": "DE", "referer_host": "news.example", "device": "mobile"},
                 {"host": "go.example.com", "short_code": null, "group_id": "g2", "at": 5,
@@ -317,56 +357,108 @@ mod tests {
         click_event("h", Some("c"), "g", n, &human(CHROME), None)
     }
 
-    #[test]
-    fn one_flush_at_a_time_and_nothing_held_back() {
-        let mut b = ClickBuffer::new();
-        assert_eq!(b.start_flush(0), None, "nothing to send");
-        b.push(event(1));
-        let first = b.start_flush(10).unwrap();
-        assert_eq!(first, vec![event(1)], "a single event goes at once");
-        // Events arriving while a report is in flight ride on the same flush's next round.
-        b.push(event(2));
-        b.push(event(3));
-        assert_eq!(b.start_flush(11), None);
-        assert_eq!(b.next_batch(20).unwrap(), vec![event(2), event(3)]);
-        assert_eq!(b.next_batch(30), None);
-        // The flush is over: the next event starts a new one.
-        b.push(event(4));
-        assert_eq!(b.start_flush(40).unwrap(), vec![event(4)]);
+    /// Ids "b1", "b2", … in the order batches are cut.
+    struct Ids(u32);
+
+    impl Ids {
+        fn next(&mut self) -> impl FnOnce() -> Option<String> + '_ {
+            || {
+                self.0 += 1;
+                Some(format!("b{}", self.0))
+            }
+        }
+    }
+
+    fn batch(id: &str, events: Vec<ClickEvent>) -> ClickBatch {
+        ClickBatch {
+            batch_id: Some(id.into()),
+            events,
+        }
     }
 
     #[test]
-    fn failed_batches_wait_for_the_next_flush() {
+    fn one_flush_at_a_time_and_nothing_held_back() {
         let mut b = ClickBuffer::new();
+        let mut ids = Ids(0);
+        assert_eq!(b.start_flush(0, ids.next()), None, "nothing to send");
         b.push(event(1));
-        let batch = b.start_flush(0).unwrap();
+        let first = b.start_flush(10, ids.next()).unwrap();
+        assert_eq!(
+            first,
+            batch("b1", vec![event(1)]),
+            "a single event goes at once"
+        );
+        // Events arriving while a report is in flight ride on the same flush's next round.
         b.push(event(2));
-        b.failed(batch);
+        b.push(event(3));
+        assert_eq!(b.start_flush(11, ids.next()), None);
+        assert_eq!(
+            b.next_batch(20, ids.next()).unwrap(),
+            batch("b2", vec![event(2), event(3)])
+        );
+        assert_eq!(b.next_batch(30, ids.next()), None);
+        // The flush is over: the next event starts a new one.
+        b.push(event(4));
+        assert_eq!(
+            b.start_flush(40, ids.next()).unwrap(),
+            batch("b3", vec![event(4)])
+        );
+    }
+
+    #[test]
+    fn a_failed_report_is_sent_again_first_with_its_id() {
+        let mut b = ClickBuffer::new();
+        let mut ids = Ids(0);
+        b.push(event(1));
+        let report = b.start_flush(0, ids.next()).unwrap();
+        b.push(event(2));
+        b.failed(report.clone());
         assert_eq!(b.len(), 2);
-        assert_eq!(b.start_flush(1).unwrap(), vec![event(1), event(2)]);
+        assert_eq!(
+            b.start_flush(1, ids.next()).unwrap(),
+            report,
+            "the same report, so the origin can tell a repeat"
+        );
+        assert_eq!(
+            b.next_batch(2, ids.next()).unwrap(),
+            batch("b2", vec![event(2)])
+        );
+        assert_eq!(b.next_batch(3, ids.next()), None);
     }
 
     #[test]
     fn bounded_batches_and_buffer() {
         let mut b = ClickBuffer::new();
+        let mut ids = Ids(0);
         for n in 0..(MAX_BUFFERED as u64 + 10) {
             b.push(event(n));
         }
         assert_eq!(b.len(), MAX_BUFFERED);
-        let first = b.start_flush(0).unwrap();
-        assert_eq!(first.len(), MAX_BATCH);
-        assert_eq!(first[0], event(10), "the oldest were dropped");
+        let first = b.start_flush(0, ids.next()).unwrap();
+        assert_eq!(first.events.len(), MAX_BATCH);
+        assert_eq!(first.events[0], event(10), "the oldest were dropped");
         b.failed(first);
         assert_eq!(b.len(), MAX_BUFFERED);
+        // Past the bound, the oldest event of the report to retry goes; the report keeps its id.
+        b.push(event(99_999));
+        assert_eq!(b.len(), MAX_BUFFERED);
+        let next = b.start_flush(1, ids.next()).unwrap();
+        assert_eq!(next.batch_id.as_deref(), Some("b1"));
+        assert_eq!(next.events.len(), MAX_BATCH - 1);
+        assert_eq!(next.events[0], event(11));
     }
 
     #[test]
     fn a_stuck_flush_is_replaced() {
         let mut b = ClickBuffer::new();
+        let mut ids = Ids(0);
         b.push(event(1));
-        let _lost = b.start_flush(0).unwrap();
+        let _lost = b.start_flush(0, ids.next()).unwrap();
         b.push(event(2));
-        assert_eq!(b.start_flush(STALE_FLUSH_MS - 1), None);
-        assert_eq!(b.start_flush(STALE_FLUSH_MS).unwrap(), vec![event(2)]);
+        assert_eq!(b.start_flush(STALE_FLUSH_MS - 1, ids.next()), None);
+        assert_eq!(
+            b.start_flush(STALE_FLUSH_MS, ids.next()).unwrap().events,
+            vec![event(2)]
+        );
     }
 }

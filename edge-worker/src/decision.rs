@@ -5,20 +5,35 @@
 //! domain record), and turns the result into a response with [`crate::reply`].
 
 use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord};
-use shared_crypto::{Blocklist, GroupKey, TokenCipher};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
+use shared_crypto::{Blocklist, GroupKey, Payload, TokenCipher, TokenError, extract_host};
+
+use crate::forward_query::forward_query;
 use crate::visitor::{Visitor, country_allowed};
 
 /// Longest interstitial countdown honoured, whatever the group says: visitors should not wait minutes.
 pub const MAX_INTERSTITIAL_SECONDS: u32 = 60;
 
-/// A group ready to evaluate tokens: the cipher is built once per cached record, not per request.
+/// Most opened tokens a [`Group`] keeps: past this the memo is emptied and fills again from the tokens visitors
+/// bring. Tokens are up to a few KB, so this bounds the memo to about a megabyte per cached group.
+pub const MAX_OPENED_TOKENS: usize = 256;
+
+/// A group ready to evaluate tokens: the cipher is built once per cached record, not per request, and the tokens
+/// it opened are kept with their payloads, so the many visitors of one campaign's link cost one decryption per
+/// isolate while the record is cached (its TTL), not one each. Only the decryption is kept: expiry, destination
+/// rules, the blocklist and the group's rules are checked on every request, as a token's fate can change with the
+/// clock and the blocklist. A new key comes as a new record, hence a new `Group` and an empty memo.
 #[derive(Debug, Clone)]
 pub struct Group {
     /// The AES-256-GCM cipher under the group key.
     pub cipher: TokenCipher,
     /// The group's settings.
     pub settings: GroupSettings,
+    /// Tokens opened under this key, with their payloads (tokens that failed to open are not kept: anyone can
+    /// make those, so they could only crowd out the real ones).
+    opened: RefCell<HashMap<String, Payload>>,
 }
 
 impl Group {
@@ -28,7 +43,34 @@ impl Group {
         Some(Group {
             cipher: TokenCipher::new(&key),
             settings: record.settings,
+            opened: RefCell::default(),
         })
+    }
+
+    /// The redirect URL of `token` at `now_seconds`, as [`TokenCipher::evaluate`] gives it, decrypting the token
+    /// only the first time this group sees it.
+    pub fn evaluate<B: Blocklist + ?Sized>(
+        &self,
+        token: &str,
+        now_seconds: i64,
+        blocklist: &B,
+    ) -> Result<String, TokenError> {
+        if let Some(payload) = self.opened.borrow().get(token) {
+            return payload.redirect_url(now_seconds, blocklist);
+        }
+        let payload = self.cipher.open(token)?;
+        let redirect = payload.redirect_url(now_seconds, blocklist);
+        let mut opened = self.opened.borrow_mut();
+        if opened.len() >= MAX_OPENED_TOKENS {
+            opened.clear();
+        }
+        opened.insert(token.to_owned(), payload);
+        redirect
+    }
+
+    /// Tokens in the memo (for tests).
+    pub fn opened_tokens(&self) -> usize {
+        self.opened.borrow().len()
     }
 }
 
@@ -41,8 +83,15 @@ pub enum FallbackReason {
     UnknownLink,
     /// The link is paused (`is_active: false`).
     Paused,
-    /// The link's `long_url` cannot be put in a `Location` header.
+    /// The link's `expires_at` has passed.
+    Expired,
+    /// The link's `long_url` cannot be put in a `Location` header, or its host cannot be read (so it cannot be
+    /// checked against the blocklist).
     BadDestination,
+    /// The link's destination host (or a parent domain) is on the blocklist. Not [`Outcome::Blocked`], which is
+    /// the group's access rules refusing the visitor; a dynamic link's blocked destination is
+    /// `Token("destination")`, as shared-crypto reports it.
+    BlockedDestination,
     /// Dynamic links are served only on known, enabled domains.
     DomainNotServing,
     /// The dynamic link has no `signature` parameter.
@@ -92,15 +141,25 @@ impl Decision {
     }
 }
 
-/// `GET /<code>`: an active link redirects (through its group's rules when the group record exists); a missing
-/// or paused link falls back.
+/// `GET /<code>`: an active link redirects (through its group's rules when the group record exists), with the
+/// visitor's `query` appended when the link forwards it ([`forward_query`]); a missing, paused or expired link,
+/// or one whose destination is blocklisted, falls back.
+///
+/// The link's own state comes first (missing, paused, expired, unusable or blocked destination): such a link
+/// leads nowhere, so the group's rules (country, bots, interstitial) are never reached and nothing is counted.
+/// `now_ms` is UNIX milliseconds, as `expires_at` is.
 ///
 /// A missing group record does not break a persistent link: it redirects without rules. Persistent links do not
-/// depend on the domain record either (disabling a domain stops new links, not old ones).
-pub fn decide_persistent(
+/// depend on the domain record either (disabling a domain stops new links, not old ones). The blocklist does stop
+/// them: a domain blocked after its links were created must stop being a destination at once, without waiting
+/// for every link to it to be paused.
+pub fn decide_persistent<B: Blocklist + ?Sized>(
     link: Option<&LinkRecord>,
     group: Option<&GroupSettings>,
+    blocklist: &B,
     visitor: &Visitor,
+    query: Option<&str>,
+    now_ms: i64,
 ) -> Decision {
     let Some(link) = link else {
         return Decision::fallback(FallbackReason::UnknownLink);
@@ -108,8 +167,23 @@ pub fn decide_persistent(
     if !link.is_active {
         return Decision::fallback(FallbackReason::Paused);
     }
+    if link.expired(now_ms) {
+        return Decision::fallback(FallbackReason::Expired);
+    }
     let Some(destination) = location(&link.long_url) else {
         return Decision::fallback(FallbackReason::BadDestination);
+    };
+    // The host as the dynamic path reads it (shared-crypto), matched as the dynamic path matches it.
+    match extract_host(&destination) {
+        Ok(host) if blocklist.is_blocked(host) => {
+            return Decision::fallback(FallbackReason::BlockedDestination);
+        }
+        Ok(_) => {}
+        Err(_) => return Decision::fallback(FallbackReason::BadDestination),
+    }
+    let destination = match query {
+        Some(query) if link.forward_query => forward_query(&destination, query),
+        _ => destination,
     };
     apply_group_rules(destination, group, visitor)
 }
@@ -134,7 +208,7 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
     let Some(group) = group else {
         return Decision::fallback(FallbackReason::UnknownGroup);
     };
-    let redirect = match group.cipher.evaluate(token, now_seconds, blocklist) {
+    let redirect = match group.evaluate(token, now_seconds, blocklist) {
         Ok(url) => url,
         Err(e) => return Decision::fallback(FallbackReason::Token(e.reason())),
     };
@@ -240,9 +314,10 @@ const HEX: &[u8; 16] = b"0123456789ABCDEF";
 mod tests {
     use super::*;
     use kv_model::{AccessRules, Analytics, Monetization};
-    use shared_crypto::{DomainBlocklist, Payload};
+    use shared_crypto::DomainBlocklist;
 
     const NOW: i64 = 1_800_000_000;
+    const NOW_MS: i64 = NOW * 1000;
     const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 \
                           Safari/537.36";
 
@@ -283,23 +358,36 @@ mod tests {
         DomainRecord::new(true, Some("https://fallback.example/".into()))
     }
 
+    fn blocklist() -> DomainBlocklist {
+        ["evil.example"].into_iter().collect()
+    }
+
     fn dynamic(group: &Group, token: &str, visitor: &Visitor) -> Outcome {
-        let blocklist: DomainBlocklist = ["evil.example"].into_iter().collect();
         decide_dynamic(
             Some(&enabled()),
             Some(group),
             Some(token),
-            &blocklist,
+            &blocklist(),
             visitor,
             NOW,
         )
         .outcome
     }
 
+    /// `decide_persistent` at [`NOW`], with [`blocklist`].
+    fn persistent(
+        link: &LinkRecord,
+        settings: Option<&GroupSettings>,
+        visitor: &Visitor,
+        query: Option<&str>,
+    ) -> Decision {
+        decide_persistent(Some(link), settings, &blocklist(), visitor, query, NOW_MS)
+    }
+
     #[test]
     fn persistent_links() {
         let link = LinkRecord::new("https://dest.example/a?b=1", "g", true);
-        let d = decide_persistent(Some(&link), None, &human("US"));
+        let d = persistent(&link, None, &human("US"), None);
         assert_eq!(
             d.outcome,
             Outcome::Destination("https://dest.example/a?b=1".into())
@@ -307,25 +395,33 @@ mod tests {
         assert!(!d.analytics);
         let paused = LinkRecord::new("https://dest.example/", "g", false);
         assert_eq!(
-            decide_persistent(Some(&paused), None, &human("US")).outcome,
+            persistent(&paused, None, &human("US"), None).outcome,
             Outcome::Fallback(FallbackReason::Paused)
         );
         assert_eq!(
-            decide_persistent(None, None, &human("US")).outcome,
+            decide_persistent(None, None, &blocklist(), &human("US"), None, NOW_MS).outcome,
             Outcome::Fallback(FallbackReason::UnknownLink)
         );
-        let bad = LinkRecord::new("javascript:alert(1)", "g", true);
-        assert_eq!(
-            decide_persistent(Some(&bad), None, &human("US")).outcome,
-            Outcome::Fallback(FallbackReason::BadDestination)
-        );
+        for bad in [
+            "javascript:alert(1)",
+            "https://ex\u{e4}mple.example/",
+            "https://a.example:99999/",
+        ] {
+            let bad = LinkRecord::new(bad, "g", true);
+            assert_eq!(
+                persistent(&bad, None, &human("US"), None).outcome,
+                Outcome::Fallback(FallbackReason::BadDestination),
+                "{}",
+                bad.long_url
+            );
+        }
     }
 
     #[test]
     fn persistent_links_follow_group_rules() {
         let link = LinkRecord::new("https://dest.example/", "g", true);
         let settings = rules();
-        let d = decide_persistent(Some(&link), Some(&settings), &human("RU"));
+        let d = persistent(&link, Some(&settings), &human("RU"), None);
         assert_eq!(
             d.outcome,
             Outcome::Blocked {
@@ -334,8 +430,183 @@ mod tests {
         );
         assert!(d.analytics);
         assert_eq!(
-            decide_persistent(Some(&link), Some(&settings), &human("DE")).outcome,
+            persistent(&link, Some(&settings), &human("DE"), None).outcome,
             Outcome::Destination("https://dest.example/".into())
+        );
+    }
+
+    #[test]
+    fn expired_links_fall_back() {
+        let mut link = LinkRecord::new("https://dest.example/", "g", true);
+        link.expires_at = Some(NOW_MS);
+        assert_eq!(
+            persistent(&link, None, &human("US"), None).outcome,
+            Outcome::Fallback(FallbackReason::Expired),
+            "expires_at = now"
+        );
+        link.expires_at = Some(NOW_MS + 1);
+        assert_eq!(
+            persistent(&link, None, &human("US"), None).outcome,
+            Outcome::Destination("https://dest.example/".into()),
+            "one millisecond before"
+        );
+        // Expiry comes before the group's rules: a visitor they would block still just meets the fallback, and
+        // nothing is counted.
+        link.expires_at = Some(NOW_MS - 1);
+        let d = persistent(&link, Some(&rules()), &human("RU"), None);
+        assert_eq!(d.outcome, Outcome::Fallback(FallbackReason::Expired));
+        assert!(!d.analytics);
+        // Paused first: a paused link is paused, whatever its expiry.
+        link.is_active = false;
+        assert_eq!(
+            persistent(&link, None, &human("US"), None).outcome,
+            Outcome::Fallback(FallbackReason::Paused)
+        );
+    }
+
+    #[test]
+    fn a_group_opens_each_token_once_and_checks_it_every_time() {
+        let g = group(GroupSettings::default());
+        let expiring = token(&Payload {
+            destination_url: "https://dest.example/campaign".into(),
+            back_param: None,
+            expires_at: Some(NOW + 60),
+        });
+        let none = DomainBlocklist::default();
+        assert_eq!(
+            g.evaluate(&expiring, NOW, &none).as_deref(),
+            Ok("https://dest.example/campaign")
+        );
+        assert_eq!(g.opened_tokens(), 1);
+        // From the memo: the same answer, and no second entry.
+        assert_eq!(
+            g.evaluate(&expiring, NOW + 1, &none).as_deref(),
+            Ok("https://dest.example/campaign")
+        );
+        assert_eq!(g.opened_tokens(), 1);
+        // Expiry and the blocklist are still checked on a memo hit.
+        assert!(matches!(
+            g.evaluate(&expiring, NOW + 61, &none),
+            Err(TokenError::Expired { .. })
+        ));
+        let blocked: DomainBlocklist = ["dest.example"].into_iter().collect();
+        assert!(g.evaluate(&expiring, NOW, &blocked).is_err());
+        // Tokens that do not open are not kept; another key's group has a memo of its own.
+        assert!(g.evaluate("not-a-token", NOW, &none).is_err());
+        let mut tampered = expiring.clone();
+        tampered.pop();
+        tampered.push(if expiring.ends_with('A') { 'B' } else { 'A' });
+        assert!(g.evaluate(&tampered, NOW, &none).is_err());
+        assert_eq!(g.opened_tokens(), 1);
+        let other = Group::from_record(GroupRecord::new(
+            GroupKey::from_bytes([6; 32]).to_base64url(),
+            GroupSettings::default(),
+        ))
+        .unwrap();
+        assert!(
+            other.evaluate(&expiring, NOW, &none).is_err(),
+            "another key cannot open it"
+        );
+        assert_eq!(other.opened_tokens(), 0);
+    }
+
+    #[test]
+    fn the_token_memo_is_bounded() {
+        let g = group(GroupSettings::default());
+        let none = DomainBlocklist::default();
+        for i in 0..=MAX_OPENED_TOKENS {
+            let t = token(&Payload::new(format!("https://dest.example/{i}")));
+            assert_eq!(
+                g.evaluate(&t, NOW, &none),
+                Ok(format!("https://dest.example/{i}"))
+            );
+        }
+        assert_eq!(
+            g.opened_tokens(),
+            1,
+            "emptied when full, then the newest kept"
+        );
+    }
+
+    #[test]
+    fn blocklisted_destinations_fall_back() {
+        for blocked in [
+            "https://evil.example/",
+            "https://www.EVIL.example./a?b=1",
+            "https://user@evil.example:8443/",
+        ] {
+            let link = LinkRecord::new(blocked, "g", true);
+            assert_eq!(
+                persistent(&link, None, &human("US"), Some("utm=x")).outcome,
+                Outcome::Fallback(FallbackReason::BlockedDestination),
+                "{blocked}"
+            );
+            // Before the group's rules, so nothing is counted and no interstitial leads there.
+            let d = persistent(&link, Some(&rules()), &human("RU"), None);
+            assert_eq!(
+                d.outcome,
+                Outcome::Fallback(FallbackReason::BlockedDestination)
+            );
+            assert!(!d.analytics);
+        }
+        for fine in [
+            "https://notevil.example/",
+            "https://evil.example.com/",
+            "https://dest.example/?next=https://evil.example/",
+        ] {
+            let link = LinkRecord::new(fine, "g", true);
+            assert_eq!(
+                persistent(&link, None, &human("US"), None).outcome,
+                Outcome::Destination(fine.into())
+            );
+        }
+        let paused = LinkRecord::new("https://evil.example/", "g", false);
+        assert_eq!(
+            persistent(&paused, None, &human("US"), None).outcome,
+            Outcome::Fallback(FallbackReason::Paused)
+        );
+        let empty: &[&str] = &[];
+        let link = LinkRecord::new("https://evil.example/", "g", true);
+        assert_eq!(
+            decide_persistent(Some(&link), None, empty, &human("US"), None, NOW_MS).outcome,
+            Outcome::Destination("https://evil.example/".into()),
+            "not blocked yet"
+        );
+    }
+
+    #[test]
+    fn persistent_links_forward_the_visitor_query() {
+        let mut link = LinkRecord::new("https://dest.example/a?id=5#top", "g", true);
+        let visit = |link: &LinkRecord, query| persistent(link, None, &human("US"), query).outcome;
+        assert_eq!(
+            visit(&link, Some("utm=x&id=6")),
+            Outcome::Destination("https://dest.example/a?id=5&utm=x#top".into())
+        );
+        for query in [None, Some("")] {
+            assert_eq!(
+                visit(&link, query),
+                Outcome::Destination("https://dest.example/a?id=5#top".into())
+            );
+        }
+        // The interstitial continues to the same destination.
+        let paid = GroupSettings {
+            monetization: Some(Monetization {
+                interstitial_seconds: 5,
+            }),
+            ..GroupSettings::default()
+        };
+        assert_eq!(
+            persistent(&link, Some(&paid), &human("US"), Some("utm=x")).outcome,
+            Outcome::Interstitial {
+                destination: "https://dest.example/a?id=5&utm=x#top".into(),
+                seconds: 5
+            }
+        );
+        link.forward_query = false;
+        assert_eq!(
+            visit(&link, Some("utm=x")),
+            Outcome::Destination("https://dest.example/a?id=5#top".into()),
+            "forward_query: false"
         );
     }
 

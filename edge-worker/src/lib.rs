@@ -1,7 +1,8 @@
 //! Shortlink's edge worker: answers every visitor request from Workers KV, the origin only on a KV miss.
 //!
-//! - `GET`/`HEAD /<short_code>`: a persistent link (`link:<host>:<code>` in KV) → `302` to its `long_url`;
-//!   a paused link, an unknown code or `/` → the domain's fallback.
+//! - `GET`/`HEAD /<short_code>`: a persistent link (`link:<host>:<code>` in KV) → `302` to its `long_url`, with
+//!   the visitor's query appended unless the link says otherwise ([`forward_query`]); a paused or expired link,
+//!   one whose destination is blocklisted, an unknown code or `/` → the domain's fallback.
 //! - `GET`/`HEAD /e/<group_id>?signature=<token>`: a dynamic link, evaluated as spec 4.5 orders it (decrypt with
 //!   the group key, destination and expiry rules, access rules, monetization, `back_param`, redirect). Every
 //!   failure is a silent `302` to the domain's fallback.
@@ -9,20 +10,27 @@
 //!
 //! With `ORIGIN_URL` and `ORIGIN_SECRET` set, a link missing from KV is looked up at the origin ([`origin`]) and
 //! written back to KV, and requests of groups with analytics on yield click events ([`analytics`]) reported to the
-//! origin after the response.
+//! origin after the response: directly, or through Cloudflare Queues when the `CLICK_QUEUE` binding is there
+//! ([`click_queue`]: the same worker consumes the queue, and refused batches go to a dead-letter queue).
 //!
 //! The decision (which status, which URL, which page, which click) is plain Rust in [`route`], [`visitor`],
-//! [`decision`], [`reply`], [`interstitial`], [`origin`] and [`analytics`], and so are the isolate cache ([`cache`]),
-//! the coordination of loads ([`loads`]) and the sync route's rules ([`sync`]), all tested on the host. The Workers
-//! entry point and the I/O (KV, the origin, the sync route's writes) live in a thin shell compiled only for `wasm32`
-//! (`src/shell/`: the entry, the isolate's records, the origin calls, the sync route). The KV contract is [`kv_model`]'s; see `edge-worker/README.md`.
+//! [`decision`], [`forward_query`], [`reply`], [`interstitial`], [`origin`], [`analytics`] and [`click_queue`],
+//! and so are the isolate cache ([`cache`]), the coordination of loads ([`loads`]), the sync route's rules
+//! ([`sync`]) and the log lines written for every failure absorbed into a fallback ([`log`]), all tested on the
+//! host. The Workers entry points and the I/O (KV, the origin, the queues, the sync route's writes, the console)
+//! live in a thin shell compiled only for `wasm32` (`src/shell/`: the entry, the isolate's records, the origin
+//! calls, the click queue, the sync route). The KV
+//! contract is [`kv_model`]'s; see `edge-worker/README.md`.
 
 pub mod analytics;
 pub mod cache;
+pub mod click_queue;
 pub mod config;
 pub mod decision;
+pub mod forward_query;
 pub mod interstitial;
 pub mod loads;
+pub mod log;
 pub mod origin;
 pub mod reply;
 pub mod route;

@@ -81,6 +81,24 @@ fn encode_segment(s: &str) -> String {
     utf8_percent_encode(s, SEGMENT).to_string()
 }
 
+/// Why a call to the origin gave no usable answer. The visitor gets the fallback (or the click waits for the next
+/// flush) either way; this is what the worker's log line says ([`crate::log`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// An HTTP status the call does not expect (e.g. `401`: the worker's `ORIGIN_SECRET` is not the origin's
+    /// `INTERNAL_API_SECRET`; `5xx`: the origin is failing).
+    Status(u16),
+    /// A `200` whose body is not a version-1 record.
+    InvalidBody,
+    /// No answer within the call's timeout (the request was aborted).
+    Timeout,
+    /// No HTTP answer at all: connection refused or reset, DNS, a body that could not be read.
+    Transport,
+    /// The request could not even be made: an `ORIGIN_URL` or `ORIGIN_SECRET` the runtime does not accept in a URL
+    /// or header.
+    Request,
+}
+
 /// What the origin said about a link the worker missed in KV.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
@@ -89,16 +107,20 @@ pub enum Lookup {
     /// The origin does not know the link: the domain's fallback.
     NotFound,
     /// Any other answer (5xx, 401, a body that is not a version-1 record), a timeout or no connection: the
-    /// domain's fallback, as if the link were unknown. Never an error page.
-    Failed,
+    /// domain's fallback, as if the link were unknown. Never an error page; the shell logs why.
+    Failed(Failure),
 }
 
-/// Reads the origin's answer to a link lookup. `None` stands for a timeout or transport error.
-pub fn lookup_answer(answer: Option<(u16, &str)>) -> Lookup {
+/// Reads the origin's answer to a link lookup: status and body, or why there was none ([`Failure::Timeout`],
+/// [`Failure::Transport`]).
+pub fn lookup_answer(answer: Result<(u16, &str), Failure>) -> Lookup {
     match answer {
-        Some((200, body)) => serde_json::from_str(body).map_or(Lookup::Failed, Lookup::Found),
-        Some((404, _)) => Lookup::NotFound,
-        _ => Lookup::Failed,
+        Ok((200, body)) => {
+            serde_json::from_str(body).map_or(Lookup::Failed(Failure::InvalidBody), Lookup::Found)
+        }
+        Ok((404, _)) => Lookup::NotFound,
+        Ok((status, _)) => Lookup::Failed(Failure::Status(status)),
+        Err(failure) => Lookup::Failed(failure),
     }
 }
 
@@ -108,18 +130,19 @@ pub enum Delivery {
     /// The origin took it.
     Delivered,
     /// The origin refused it for good (4xx other than 408/429): retrying the same batch cannot help, so drop it.
-    Rejected,
+    Rejected(Failure),
     /// 5xx, 408, 429, timeout or no connection: keep the events for the next flush.
-    Retry,
+    Retry(Failure),
 }
 
-/// Reads the origin's answer to a click report. `None` stands for a timeout or transport error.
-pub fn clicks_answer(status: Option<u16>) -> Delivery {
+/// Reads the origin's answer to a click report: its status, or why there was none.
+pub fn clicks_answer(status: Result<u16, Failure>) -> Delivery {
     match status {
-        Some(s) if (200..300).contains(&s) => Delivery::Delivered,
-        Some(408 | 429) | None => Delivery::Retry,
-        Some(s) if (400..500).contains(&s) => Delivery::Rejected,
-        Some(_) => Delivery::Retry,
+        Ok(s) if (200..300).contains(&s) => Delivery::Delivered,
+        Ok(s @ (408 | 429)) => Delivery::Retry(Failure::Status(s)),
+        Ok(s) if (400..500).contains(&s) => Delivery::Rejected(Failure::Status(s)),
+        Ok(s) => Delivery::Retry(Failure::Status(s)),
+        Err(failure) => Delivery::Retry(failure),
     }
 }
 
@@ -174,42 +197,44 @@ mod tests {
             r#"{"v":1,"long_url":"https://d.example/","group_id":"g","is_active":true,"new":1}"#;
         let link = LinkRecord::new("https://d.example/", "g", true);
         assert_eq!(
-            lookup_answer(Some((200, body))),
+            lookup_answer(Ok((200, body))),
             Lookup::Found(ResolvedLink::new(link.clone(), None))
         );
         let with_group = r#"{"v":1,"long_url":"https://d.example/","group_id":"g","is_active":true,
             "group":{"v":1,"key":"k","settings":{"analytics":{"enabled":true}}}}"#;
-        let Lookup::Found(resolved) = lookup_answer(Some((200, with_group))) else {
+        let Lookup::Found(resolved) = lookup_answer(Ok((200, with_group))) else {
             panic!("a link with its group is found");
         };
         assert_eq!(resolved.link(), link);
         let group = resolved.group.expect("the group");
         assert_eq!(group.key, "k");
         assert!(group.settings.analytics.enabled);
-        assert_eq!(lookup_answer(Some((404, "{}"))), Lookup::NotFound);
-        for answer in [
-            None,
-            Some((200, "not json")),
-            Some((
-                200,
-                r#"{"v":2,"long_url":"https://d/","group_id":"g","is_active":true}"#,
-            )),
-            Some((401, "")),
-            Some((500, body)),
-            Some((503, "")),
+        assert_eq!(lookup_answer(Ok((404, "{}"))), Lookup::NotFound);
+        let v2 = r#"{"v":2,"long_url":"https://d/","group_id":"g","is_active":true}"#;
+        for (answer, failure) in [
+            (Err(Failure::Timeout), Failure::Timeout),
+            (Err(Failure::Transport), Failure::Transport),
+            (Ok((200, "not json")), Failure::InvalidBody),
+            (Ok((200, v2)), Failure::InvalidBody),
+            (Ok((401, "")), Failure::Status(401)),
+            (Ok((500, body)), Failure::Status(500)),
+            (Ok((503, "")), Failure::Status(503)),
         ] {
-            assert_eq!(lookup_answer(answer), Lookup::Failed, "{answer:?}");
+            assert_eq!(lookup_answer(answer), Lookup::Failed(failure), "{answer:?}");
         }
     }
 
     #[test]
     fn deliveries() {
-        assert_eq!(clicks_answer(Some(200)), Delivery::Delivered);
-        assert_eq!(clicks_answer(Some(400)), Delivery::Rejected);
-        assert_eq!(clicks_answer(Some(401)), Delivery::Rejected);
-        assert_eq!(clicks_answer(Some(413)), Delivery::Rejected);
-        for s in [None, Some(408), Some(429), Some(500), Some(503)] {
-            assert_eq!(clicks_answer(s), Delivery::Retry, "{s:?}");
+        assert_eq!(clicks_answer(Ok(200)), Delivery::Delivered);
+        for s in [400, 401, 413] {
+            assert_eq!(clicks_answer(Ok(s)), Delivery::Rejected(Failure::Status(s)));
+        }
+        for s in [408, 429, 500, 503] {
+            assert_eq!(clicks_answer(Ok(s)), Delivery::Retry(Failure::Status(s)));
+        }
+        for f in [Failure::Timeout, Failure::Transport, Failure::Request] {
+            assert_eq!(clicks_answer(Err(f)), Delivery::Retry(f));
         }
     }
 }

@@ -112,7 +112,10 @@ pub fn normalize_request_host(host: &str) -> Option<String> {
     };
     let host = without_port.trim_end_matches('.');
     let valid = if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        // 45 characters: the longest textual IPv6 address (with an embedded IPv4 one). Unbounded, a visitor's
+        // Referer could make a click event kilobytes long.
         !inner.is_empty()
+            && inner.len() <= 45
             && inner
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
@@ -242,5 +245,9 @@ mod tests {
         assert_eq!(normalize_request_host("evil:1:link"), None);
         assert_eq!(normalize_request_host("evil:1:2"), None);
         assert_eq!(normalize_request_host("[::1"), None);
+        let longest = "[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]";
+        assert_eq!(normalize_request_host(longest).as_deref(), Some(longest));
+        let huge = format!("[{}]", ":".repeat(4000));
+        assert_eq!(normalize_request_host(&huge), None, "bounded like a name");
     }
 }

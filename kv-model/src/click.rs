@@ -1,5 +1,6 @@
 //! The click report, the other contract between worker and origin: what the worker posts to the origin's
-//! `POST /internal/v1/clicks` as `{"events": […]}` ([`ClickBatch`]). One definition, so the two cannot drift.
+//! `POST /internal/v1/clicks` as `{"batch_id": "<uuid>", "events": […]}` ([`ClickBatch`]). One definition, so the
+//! two cannot drift.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -53,11 +54,20 @@ pub struct ClickEvent {
     pub referer_host: Option<String>,
     /// From the User-Agent.
     pub device: Device,
+    /// A unique id of this click, when the sender has one (the worker's queue consumer gives each event its
+    /// Queues message id): the origin counts an event whose id it has seen (within days) once, however events
+    /// are grouped into reports — Queues regroups the messages of a batch it delivers again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// The body of a click report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClickBatch {
+    /// A UUID chosen once per report and kept across its retries: the origin counts a report whose id it has
+    /// seen (within days) only once. Absent (older workers): every delivery is counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
     /// The events, oldest first.
     pub events: Vec<ClickEvent>,
 }
@@ -76,11 +86,14 @@ mod tests {
             country: Some("DE".into()),
             referer_host: None,
             device: Device::Tablet,
+            id: None,
         };
         let text = serde_json::to_string(&ClickBatch {
+            batch_id: None,
             events: alloc::vec![event.clone()],
         })
         .unwrap();
+        assert!(!text.contains("batch_id"), "{text}");
         assert!(text.contains(r#""device":"tablet""#), "{text}");
         assert!(text.contains(r#""short_code":null"#), "{text}");
         let back: ClickBatch = serde_json::from_str(&text).unwrap();
@@ -90,5 +103,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!((newer.device, newer.short_code), (Device::Other, None));
+    }
+
+    #[test]
+    fn batch_id_is_optional() {
+        let with: ClickBatch = serde_json::from_str(
+            r#"{"batch_id":"0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10","events":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            with.batch_id.as_deref(),
+            Some("0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10")
+        );
+        assert_eq!(
+            serde_json::to_string(&with).unwrap(),
+            r#"{"batch_id":"0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10","events":[]}"#
+        );
+        let without: ClickBatch = serde_json::from_str(r#"{"events":[]}"#).unwrap();
+        assert_eq!(without.batch_id, None);
+        let null: ClickBatch = serde_json::from_str(r#"{"batch_id":null,"events":[]}"#).unwrap();
+        assert_eq!(null.batch_id, None);
     }
 }

@@ -133,17 +133,40 @@ pub struct LinkRecord {
     pub group_id: String,
     /// `false`: the link is paused and visitors go to the domain's fallback.
     pub is_active: bool,
+    /// From this instant (UNIX milliseconds) visitors go to the domain's fallback; `None`: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    /// Whether the visitor's query string is appended to the destination (absent: `true`).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub forward_query: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+// serde's skip_serializing_if passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl LinkRecord {
-    /// A version-1 link record.
+    /// A version-1 link record that never expires and forwards the visitor's query.
     pub fn new(long_url: impl Into<String>, group_id: impl Into<String>, is_active: bool) -> Self {
         LinkRecord {
             v: V1,
             long_url: long_url.into(),
             group_id: group_id.into(),
             is_active,
+            expires_at: None,
+            forward_query: true,
         }
+    }
+
+    /// Whether the link has expired at `now_ms` (UNIX milliseconds).
+    pub fn expired(&self, now_ms: i64) -> bool {
+        self.expires_at.is_some_and(|at| now_ms >= at)
     }
 }
 
@@ -160,6 +183,12 @@ pub struct ResolvedLink {
     pub group_id: String,
     /// As in [`LinkRecord`].
     pub is_active: bool,
+    /// As in [`LinkRecord`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    /// As in [`LinkRecord`].
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub forward_query: bool,
     /// The group's record, as the publisher writes it to `group:<group_id>`; absent from an older origin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupRecord>,
@@ -173,13 +202,19 @@ impl ResolvedLink {
             long_url: link.long_url,
             group_id: link.group_id,
             is_active: link.is_active,
+            expires_at: link.expires_at,
+            forward_query: link.forward_query,
             group,
         }
     }
 
     /// The link's own record, as it goes to `link:<host>:<short_code>`.
     pub fn link(&self) -> LinkRecord {
-        LinkRecord::new(self.long_url.clone(), self.group_id.clone(), self.is_active)
+        LinkRecord {
+            expires_at: self.expires_at,
+            forward_query: self.forward_query,
+            ..LinkRecord::new(self.long_url.clone(), self.group_id.clone(), self.is_active)
+        }
     }
 }
 
@@ -327,6 +362,28 @@ mod tests {
         let record: LinkRecord = serde_json::from_str(json).unwrap();
         assert_eq!(record, LinkRecord::new("https://a.example/x", "g", true));
         assert_eq!(serde_json::to_string(&record).unwrap(), json);
+    }
+
+    #[test]
+    fn expiry_and_query_forwarding_are_optional() {
+        let json = r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"expires_at":1700000000000,"forward_query":false}"#;
+        let record: LinkRecord = serde_json::from_str(json).unwrap();
+        assert_eq!(record.expires_at, Some(1_700_000_000_000));
+        assert!(!record.forward_query);
+        assert_eq!(serde_json::to_string(&record).unwrap(), json);
+        assert!(!record.expired(1_699_999_999_999));
+        assert!(record.expired(1_700_000_000_000));
+        // Records written before these fields: never expire, forward the query.
+        let old: LinkRecord = serde_json::from_str(
+            r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true}"#,
+        )
+        .unwrap();
+        assert!(old.forward_query && !old.expired(i64::MAX));
+        let resolved = ResolvedLink::new(record.clone(), None);
+        assert_eq!(resolved.link(), record);
+        let again: ResolvedLink =
+            serde_json::from_str(&serde_json::to_string(&resolved).unwrap()).unwrap();
+        assert_eq!(again.link(), record);
     }
 
     #[test]

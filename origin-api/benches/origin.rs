@@ -1,8 +1,13 @@
-//! Origin benchmark: create-link throughput and list-links latency over real HTTP, on SQLite
-//! and PostgreSQL, with one account holding 1,000,000 links. Prints a Markdown table.
+//! Origin benchmark: click-report ingestion (events/s through `POST /internal/v1/clicks`, reports of 1,000
+//! events) and statistics latency after it, statistics latency for one link with 10,000,000 clicks over a year,
+//! create-link throughput, list-links latency, and PATCH / DELETE of one link by id, over real HTTP, on SQLite and PostgreSQL, with one account holding 1,000,000 links. Prints a Markdown table.
 //!
 //! `cargo bench -p origin-api --bench origin` (env: `BENCH_LINKS`, default 1000000;
-//! `BENCH_CREATES`, default 10000; `TEST_POSTGRES_URL`; `BENCH_ENGINES=sqlite,postgres`).
+//! `BENCH_CREATES`, default 10000; `BENCH_EDITS`, default 5000; `BENCH_CLICK_EVENTS`, default 200000, 0 skips
+//! ingestion; `BENCH_CLICK_LINKS`, default 1000, the links the clicks spread over; `BENCH_STATS_CLICKS`, default
+//! 10000000, the clicks of the one link whose statistics are read at scale, 0 skips it; `BENCH_EVENT_IDS=1`, each
+//! ingested event with its own id, as the worker's queue consumer sends them; `TEST_POSTGRES_URL`;
+//! `BENCH_ENGINES=sqlite,postgres`).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -65,7 +70,7 @@ async fn drop_db(fresh: &Fresh) {
 
 /// Inserts `n` links for one account in batches, as fast as the engine allows, and sets
 /// the account's counter: the fixture, not part of what is measured.
-async fn fill(db_url: &str, account: &str, group: &str, domain: &str, n: usize) {
+async fn fill(db_url: &str, account: &str, group: &str, domain: &str, prefix: &str, n: usize) {
     let pool = sqlx::AnyPool::connect(db_url).await.unwrap();
     let base = 1_700_000_000_000_000i64;
     let batch = 500;
@@ -97,7 +102,7 @@ async fn fill(db_url: &str, account: &str, group: &str, domain: &str, n: usize) 
             for j in i..end {
                 q = q
                     .bind(uuid::Uuid::new_v4().to_string())
-                    .bind(format!("f{j}"))
+                    .bind(format!("{prefix}{j}"))
                     .bind(format!("https://example.com/p/{j}"))
                     .bind(base + j as i64);
             }
@@ -132,7 +137,46 @@ struct Row {
     value: String,
 }
 
-async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec<Row>) {
+/// Runs `n` requests built by `request`, `concurrency` in flight; every answer must be `want`. Returns the rate
+/// and the p50 / p99 of each request's own time.
+async fn run_timed(
+    n: usize,
+    concurrency: usize,
+    want: u16,
+    request: impl Fn(usize) -> reqwest::RequestBuilder,
+) -> (f64, Duration, Duration) {
+    let started = Instant::now();
+    let mut samples: Vec<(u16, Duration)> = futures::stream::iter(0..n)
+        .map(|i| {
+            let req = request(i);
+            async move {
+                let t = Instant::now();
+                let status = req.send().await.map(|r| r.status().as_u16()).unwrap_or(0);
+                (status, t.elapsed())
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    assert!(
+        samples.iter().all(|(s, _)| *s == want),
+        "every answer is {want}"
+    );
+    samples.sort_by_key(|(_, d)| *d);
+    let times: Vec<Duration> = samples.into_iter().map(|(_, d)| d).collect();
+    (rate, percentile(&times, 0.5), percentile(&times, 0.99))
+}
+
+async fn bench_engine(
+    engine: &str,
+    links: usize,
+    creates: usize,
+    edits: usize,
+    clicks: ClickLoad,
+    stats_clicks: usize,
+    rows: &mut Vec<Row>,
+) {
     sqlx::any::install_default_drivers();
     let fresh = fresh_db(engine).await;
     let db = Db::connect(&fresh.url, 4).await.unwrap();
@@ -145,9 +189,9 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
         )
         .await
         .unwrap();
-    let app = Application::build(&Settings::new(fresh.url.clone()))
-        .await
-        .unwrap();
+    let mut settings = Settings::new(fresh.url.clone());
+    settings.internal_secret = Some(INTERNAL_SECRET.into());
+    let app = Application::build(&settings).await.unwrap();
     let base = format!("http://{}", app.addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {
@@ -157,6 +201,26 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
         .pool_max_idle_per_host(64)
         .build()
         .unwrap();
+
+    if stats_clicks > 0 {
+        bench_stats_at_scale(
+            engine,
+            &fresh.url,
+            &db,
+            &domain.id,
+            &base,
+            &client,
+            stats_clicks,
+            rows,
+        )
+        .await;
+    }
+    if clicks.events > 0 {
+        bench_ingest(
+            engine, &fresh.url, &db, &domain.id, &base, &client, clicks, rows,
+        )
+        .await;
+    }
 
     // create-link throughput: many keys so the 100/hour limit never binds.
     let keys_needed = creates.div_ceil(100);
@@ -175,35 +239,19 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
         );
     }
     let concurrency = 32;
-    let started = Instant::now();
-    let statuses: Vec<u16> = futures::stream::iter(0..creates)
-        .map(|i| {
-            let client = client.clone();
-            let url = format!("{base}/api/v1/external/links/create-link");
-            let key = keys[i % keys.len()].clone();
-            async move {
-                client
-                    .post(url)
-                    .header("Authorization", format!("Token {key}"))
-                    .json(&serde_json::json!({"long_url": format!("https://example.org/{i}")}))
-                    .send()
-                    .await
-                    .map(|r| r.status().as_u16())
-                    .unwrap_or(0)
-            }
-        })
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
-    let elapsed = started.elapsed();
-    let ok = statuses.iter().filter(|s| **s == 201).count();
-    assert_eq!(ok, creates, "all creations succeed");
+    let (rate, p50, p99) = run_timed(creates, concurrency, 201, |i| {
+        client
+            .post(format!("{base}/api/v1/external/links/create-link"))
+            .header("Authorization", format!("Token {}", keys[i % keys.len()]))
+            .json(&serde_json::json!({"long_url": format!("https://example.org/{i}")}))
+    })
+    .await;
     rows.push(Row {
         engine: engine.into(),
         what: format!(
             "create-link, {creates} requests, {concurrency} in flight, {keys_needed} keys"
         ),
-        value: format!("{:.0} creations/s", creates as f64 / elapsed.as_secs_f64()),
+        value: format!("{rate:.0} creations/s (p50 {} / p99 {})", ms(p50), ms(p99)),
     });
 
     // list latency on an account with `links` links.
@@ -220,6 +268,7 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
         &acc.id,
         &acc.default_group_id,
         &domain.id,
+        "f",
         links,
     )
     .await;
@@ -274,15 +323,448 @@ async fn bench_engine(engine: &str, links: usize, creates: usize, rows: &mut Vec
             ),
         });
     }
+
+    // PATCH and DELETE by id among the `links`: distinct links spread over the whole table, so each request
+    // finds its row by the primary key, checks the owner, writes the row, the counter (DELETE) and an outbox row.
+    let pool = sqlx::AnyPool::connect(&fresh.url).await.unwrap();
+    let step = (links / (2 * edits)).max(1);
+    let ids: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM links WHERE account_id = $1 ORDER BY created_at LIMIT $2",
+    )
+    .bind(&acc.id)
+    .bind((2 * edits * step) as i64)
+    .fetch_all(&pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .step_by(step)
+    .collect();
+    pool.close().await;
+    assert!(
+        ids.len() >= 2 * edits,
+        "{} ids for {edits} edits",
+        ids.len()
+    );
+    let link_url = |i: usize| format!("{base}/api/v1/external/links/{}", ids[i]);
+    let (rate, p50, p99) = run_timed(edits, concurrency, 200, |i| {
+        client
+            .patch(link_url(i))
+            .header("Authorization", format!("Token {key}"))
+            .json(&serde_json::json!({"is_active": false, "long_url": format!("https://example.net/{i}")}))
+    })
+    .await;
+    rows.push(Row {
+        engine: engine.into(),
+        what: format!(
+            "PATCH links/{{id}} (pause + new long_url), {edits} requests, {concurrency} in flight"
+        ),
+        value: format!("{rate:.0} requests/s (p50 {} / p99 {})", ms(p50), ms(p99)),
+    });
+    let (rate, p50, p99) = run_timed(edits, concurrency, 204, |i| {
+        client
+            .delete(link_url(edits + i))
+            .header("Authorization", format!("Token {key}"))
+    })
+    .await;
+    rows.push(Row {
+        engine: engine.into(),
+        what: format!("DELETE links/{{id}}, {edits} requests, {concurrency} in flight"),
+        value: format!("{rate:.0} requests/s (p50 {} / p99 {})", ms(p50), ms(p99)),
+    });
+
     let _ = stop.send(());
     let _ = server.await;
     db.close().await;
     drop_db(&fresh).await;
 }
 
+const INTERNAL_SECRET: &str = "bench-internal-secret-0123456789";
+/// Events per click report (the route's maximum).
+const REPORT_EVENTS: usize = 1_000;
+
+#[derive(Clone, Copy)]
+struct ClickLoad {
+    /// Events to ingest in all.
+    events: usize,
+    /// Links they spread over (plus a few dynamic-link groups).
+    links: usize,
+    /// Whether each event carries its own id, as the worker's queue consumer sends them.
+    event_ids: bool,
+}
+
+/// xorshift64*: a fixed, dependency-free sequence, so every run ingests the same events.
+struct Sequence(u64);
+
+impl Sequence {
+    fn next(&mut self, below: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % below
+    }
+}
+
+/// An account with an API key and `links` links (`{prefix}0`, `{prefix}1`, …) in its default group; returns it,
+/// its key and the id of its link `{prefix}0`.
+async fn account_with_links(
+    db: &Db,
+    url: &str,
+    domain_id: &str,
+    email: &str,
+    prefix: &str,
+    links: usize,
+) -> (shortlink_store::NewAccount, String, String) {
+    let acc = db.create_account(email, true).await.unwrap();
+    let key = db
+        .generate_api_key(&acc.id)
+        .await
+        .unwrap()
+        .expose()
+        .to_owned();
+    fill(
+        url,
+        &acc.id,
+        &acc.default_group_id,
+        domain_id,
+        prefix,
+        links,
+    )
+    .await;
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let first: String =
+        sqlx::query_scalar("SELECT id FROM links WHERE account_id = $1 AND short_code = $2")
+            .bind(&acc.id)
+            .bind(format!("{prefix}0"))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    (acc, key, first)
+}
+
+/// `GET /api/v1/external/{path}` as `key`, 100 times after 20 for warm-up; one row with the p50 and p99.
+async fn stats_latency(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    path: &str,
+    row: (&str, String),
+    rows: &mut Vec<Row>,
+) {
+    let mut samples = Vec::new();
+    for i in 0..120 {
+        let t = Instant::now();
+        let resp = client
+            .get(format!("{base}/api/v1/external/{path}"))
+            .header("Authorization", format!("Token {key}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let _ = resp.bytes().await.unwrap();
+        if i >= 20 {
+            samples.push(t.elapsed());
+        }
+    }
+    samples.sort();
+    rows.push(Row {
+        engine: row.0.into(),
+        what: row.1,
+        value: format!(
+            "p50 {} / p99 {}",
+            ms(percentile(&samples, 0.5)),
+            ms(percentile(&samples, 0.99))
+        ),
+    });
+}
+
+/// Click-report ingestion: `load.events` events in reports of 1,000, each with a batch id, 4 reports in flight
+/// (the worker's consumers deliver concurrently), spread over `load.links` links (90%) and 4 dynamic-link groups
+/// (10%), 20 countries, 4 devices and 50 referrer hosts (a third without), each report a short window of the
+/// last 29 days. Then the statistics' latency over them.
+#[allow(clippy::too_many_arguments)]
+async fn bench_ingest(
+    engine: &str,
+    url: &str,
+    db: &Db,
+    domain_id: &str,
+    base: &str,
+    client: &reqwest::Client,
+    load: ClickLoad,
+    rows: &mut Vec<Row>,
+) {
+    let (acc, key, link_id) =
+        account_with_links(db, url, domain_id, "clicks@example.com", "c", load.links).await;
+    let mut groups = Vec::new();
+    for i in 0..4 {
+        let g = db
+            .create_group(&acc.id, &format!("dynamic {i}"), &Default::default())
+            .await
+            .unwrap();
+        groups.push(g.id);
+    }
+    let countries = [
+        "US", "DE", "FR", "GB", "IN", "BR", "JP", "CA", "NL", "ES", "IT", "PL", "SE", "MX", "AU",
+        "KR", "TR", "ID", "NG", "ZA",
+    ];
+    let devices = ["mobile", "desktop", "tablet", "other"];
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut seq = Sequence(0x9e37_79b9_7f4a_7c15);
+    // As the worker reports them: each report holds the clicks of a short window, and the reports follow each
+    // other through the last 29 days (all of it in the statistics' default range).
+    let reports = load.events.div_ceil(REPORT_EVENTS);
+    let span_ms = 29 * 86_400_000;
+    let window_ms = (span_ms / reports as i64).max(1);
+    // Built before the clock starts: the client's JSON work is not the origin's.
+    let bodies: Vec<String> = (0..reports)
+        .map(|b| {
+            let n = REPORT_EVENTS.min(load.events - b * REPORT_EVENTS);
+            let start = now_ms - span_ms + b as i64 * window_ms;
+            let events: Vec<serde_json::Value> = (0..n)
+                .map(|_| {
+                    let at = start + seq.next(window_ms as usize) as i64;
+                    let referer = match seq.next(3) {
+                        0 => None,
+                        _ => Some(format!("site{}.example", seq.next(50))),
+                    };
+                    let (code, group) = match seq.next(10) {
+                        0 => (None, groups[seq.next(groups.len())].clone()),
+                        _ => (
+                            Some(format!("c{}", seq.next(load.links))),
+                            acc.default_group_id.clone(),
+                        ),
+                    };
+                    let mut event = serde_json::json!({
+                        "host": "sho.rt", "short_code": code, "group_id": group, "at": at,
+                        "country": countries[seq.next(countries.len())],
+                        "referer_host": referer, "device": devices[seq.next(devices.len())],
+                    });
+                    if load.event_ids {
+                        event["id"] = uuid::Uuid::new_v4().simple().to_string().into();
+                    }
+                    event
+                })
+                .collect();
+            serde_json::json!({"batch_id": uuid::Uuid::new_v4().to_string(), "events": events})
+                .to_string()
+        })
+        .collect();
+    let concurrency = 4;
+    let (rate, p50, p99) = run_timed(bodies.len(), concurrency, 200, |i| {
+        client
+            .post(format!("{base}/internal/v1/clicks"))
+            .bearer_auth(INTERNAL_SECRET)
+            .header("content-type", "application/json")
+            .body(bodies[i].clone())
+    })
+    .await;
+    rows.push(Row {
+        engine: engine.into(),
+        what: format!(
+            "click reports: {} events{} in reports of {REPORT_EVENTS}, {concurrency} in flight, over {} links and 4 groups",
+            load.events,
+            if load.event_ids { " with ids" } else { "" },
+            load.links
+        ),
+        value: format!(
+            "{:.0} events/s (per report p50 {} / p99 {})",
+            rate * load.events as f64 / bodies.len() as f64,
+            ms(p50),
+            ms(p99)
+        ),
+    });
+    // Every event was counted once.
+    let stats = |path: String| {
+        client
+            .get(format!("{base}/api/v1/external/{path}"))
+            .header("Authorization", format!("Token {key}"))
+    };
+    let body: serde_json::Value = stats("stats".into())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["total"].as_u64(), Some(load.events as u64), "{body}");
+
+    for (label, path) in [
+        ("account stats, 30 days", "stats".to_owned()),
+        (
+            "group stats (links' group), 30 days",
+            format!("groups/{}/stats", acc.default_group_id),
+        ),
+        ("link stats, 30 days", format!("links/{link_id}/stats")),
+        ("account stats, 30 days, CSV", "stats?format=csv".to_owned()),
+    ] {
+        let row = (engine, format!("{label} after ingestion"));
+        stats_latency(client, base, &key, &path, row, rows).await;
+    }
+}
+
+/// Statistics at scale: one link with `clicks` clicks spread over the last 365 days (about 27,000 a day at the
+/// default 10,000,000), by 100 countries and unknown, 4 devices and 200 referrer hosts and none, skewed so a few
+/// values take most clicks, as real traffic does. The day counters are generated directly (the rows ingestion
+/// writes for such traffic: 306 per day, 111,690 in the year, in each of the link, group and account tables),
+/// because the statistics read only these; ingesting 10,000,000 events first would measure ingestion again, which
+/// the row above does. Then the latency of the link's statistics over 30 days (the default) and the whole year,
+/// and of the account's over the year.
+#[allow(clippy::too_many_arguments)]
+async fn bench_stats_at_scale(
+    engine: &str,
+    url: &str,
+    db: &Db,
+    domain_id: &str,
+    base: &str,
+    client: &reqwest::Client,
+    clicks: usize,
+    rows: &mut Vec<Row>,
+) {
+    use shortlink_store::domain::Day;
+    let (acc, key, link_id) =
+        account_with_links(db, url, domain_id, "stats@example.com", "s", 1).await;
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    // Zipf-like shares: value k gets a share proportional to 1 / (k + 1).
+    let split = |total: i64, values: &[String]| -> Vec<(String, i64)> {
+        let weights: Vec<f64> = (0..values.len()).map(|k| 1.0 / (k as f64 + 1.0)).collect();
+        let sum: f64 = weights.iter().sum();
+        let mut counts: Vec<i64> = weights
+            .iter()
+            .map(|w| (total as f64 * w / sum).floor() as i64)
+            .collect();
+        counts[0] += total - counts.iter().sum::<i64>();
+        values.iter().cloned().zip(counts).collect()
+    };
+    let mut countries: Vec<String> = (0..100)
+        .map(|i| format!("{}{}", (b'A' + i / 26) as char, (b'A' + i % 26) as char))
+        .collect();
+    countries.push(String::new());
+    let devices: Vec<String> = ["mobile", "desktop", "tablet", "other"]
+        .map(String::from)
+        .to_vec();
+    let mut referrers: Vec<String> = vec![String::new()];
+    referrers.extend((0..200).map(|i| format!("site{i}.example")));
+    let today = Day::today();
+    let first = today.plus(-364);
+    // (day, dimension, value, clicks) rows.
+    let mut counters: Vec<(i64, &str, String, i64)> = Vec::new();
+    let per_day = clicks as i64 / 365;
+    for d in 0..365 {
+        let day = first.plus(d);
+        let total = per_day + if d < clicks as i64 % 365 { 1 } else { 0 };
+        for (dimension, values) in [
+            ("country", &countries),
+            ("device", &devices),
+            ("referrer", &referrers),
+        ] {
+            for (value, n) in split(total, values) {
+                if n > 0 {
+                    counters.push((day.0, dimension, value, n));
+                }
+            }
+        }
+    }
+    for (table, id_col, id, extra) in [
+        ("link_click_counts", "link_id", &link_id, true),
+        (
+            "group_click_counts",
+            "group_id",
+            &acc.default_group_id,
+            false,
+        ),
+        ("account_click_counts", "account_id", &acc.id, false),
+    ] {
+        let mut tx = pool.begin().await.unwrap();
+        for chunk in counters.chunks(1_000) {
+            let cols = if extra { 6 } else { 5 };
+            let mut sql = format!(
+                "INSERT INTO {table} ({id_col}, day, dimension, value, clicks{}) VALUES ",
+                if extra { ", group_id" } else { "" }
+            );
+            for k in 0..chunk.len() {
+                if k > 0 {
+                    sql.push(',');
+                }
+                let p = k * cols;
+                let params: Vec<String> = (1..=cols).map(|c| format!("${}", p + c)).collect();
+                sql.push_str(&format!("({})", params.join(", ")));
+            }
+            let mut q = sqlx::query(&sql);
+            for (day, dimension, value, n) in chunk {
+                q = q
+                    .bind(id.as_str())
+                    .bind(*day)
+                    .bind(*dimension)
+                    .bind(value.as_str())
+                    .bind(*n);
+                if extra {
+                    q = q.bind(acc.default_group_id.as_str());
+                }
+            }
+            q.execute(&mut *tx).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+    }
+    if url.starts_with("postgres") {
+        sqlx::query("ANALYZE").execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+
+    let year = format!("from={}&to={}", first.to_iso_date(), today.to_iso_date());
+    let stats = |path: &str| {
+        client
+            .get(format!("{base}/api/v1/external/{path}"))
+            .header("Authorization", format!("Token {key}"))
+    };
+    let body: serde_json::Value = stats(&format!("links/{link_id}/stats?{year}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        body["total"].as_u64(),
+        Some(clicks as u64),
+        "every click counted once"
+    );
+    assert_eq!(body["by_day"].as_array().map(Vec::len), Some(365));
+    for (label, path) in [
+        (
+            "link stats, last 30 days (default)",
+            format!("links/{link_id}/stats"),
+        ),
+        (
+            "link stats, the whole year",
+            format!("links/{link_id}/stats?{year}"),
+        ),
+        (
+            "link stats, the whole year, CSV",
+            format!("links/{link_id}/stats?{year}&format=csv"),
+        ),
+        ("account stats, the whole year", format!("stats?{year}")),
+    ] {
+        let row = (
+            engine,
+            format!("{label}: one link with {clicks} clicks over 365 days"),
+        );
+        stats_latency(client, base, &key, &path, row, rows).await;
+    }
+}
+
 fn main() {
     let links = env_usize("BENCH_LINKS", 1_000_000);
     let creates = env_usize("BENCH_CREATES", 10_000);
+    let edits = env_usize("BENCH_EDITS", 5_000);
+    let clicks = ClickLoad {
+        events: env_usize("BENCH_CLICK_EVENTS", 200_000),
+        links: env_usize("BENCH_CLICK_LINKS", 1_000).max(1),
+        event_ids: env_usize("BENCH_EVENT_IDS", 0) == 1,
+    };
+    let stats_clicks = env_usize("BENCH_STATS_CLICKS", 10_000_000);
     let engines = std::env::var("BENCH_ENGINES").unwrap_or_else(|_| "sqlite,postgres".to_owned());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -290,7 +772,15 @@ fn main() {
         .unwrap();
     let mut rows = Vec::new();
     for engine in engines.split(',') {
-        rt.block_on(bench_engine(engine.trim(), links, creates, &mut rows));
+        rt.block_on(bench_engine(
+            engine.trim(),
+            links,
+            creates,
+            edits,
+            clicks,
+            stats_clicks,
+            &mut rows,
+        ));
     }
     println!("| engine | measurement | result |\n|---|---|---|");
     for r in rows {

@@ -2,15 +2,17 @@
 //! Admin commands print one JSON object on stdout and exit 0, or a message on stderr and 1.
 
 use crate::publisher::Sink;
+use crate::retention::PRUNE_INTERVAL;
 use crate::startup::{
-    Application, DEFAULT_MAX_CONNECTIONS, DEFAULT_VALIDATE_BURST, DEFAULT_VALIDATE_PER_MINUTE,
-    REQUEST_TIMEOUT, Settings, shutdown_signal,
+    Application, DEFAULT_CLICK_RETENTION_DAYS, DEFAULT_MAX_CONNECTIONS, DEFAULT_VALIDATE_BURST,
+    DEFAULT_VALIDATE_PER_MINUTE, MAX_CLICK_RETENTION_DAYS, REQUEST_TIMEOUT, Settings,
+    shutdown_signal,
 };
 use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use shortlink_store::domain::{GroupSettings, Hostname, LongUrl};
-use shortlink_store::{Db, DomainOwner, DomainRow, GroupRow, StoreError};
+use shortlink_store::{Db, DomainOwner, DomainRow, GroupRow, LinkPatch, StoreError};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -33,8 +35,8 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the HTTP API.
-    Serve(ServeArgs),
+    /// Serve the HTTP API (boxed: its many settings would make every other command as large).
+    Serve(Box<ServeArgs>),
     /// Apply pending migrations and exit.
     Migrate,
     /// Operator commands.
@@ -79,6 +81,18 @@ pub struct ServeArgs {
     /// Secret the edge worker presents on /internal/… (KV-miss lookups, click events).
     #[arg(long, env = "INTERNAL_API_SECRET", hide_env_values = true, value_parser = secret)]
     internal_api_secret: Option<SecretString>,
+    /// Serve /internal/v1/… on this address only, e.g. a private interface the worker reaches through a
+    /// tunnel; they then answer 404 on --listen. Default: on --listen.
+    #[arg(long, env = "INTERNAL_LISTEN_ADDR")]
+    internal_listen: Option<SocketAddr>,
+    /// Serve Prometheus metrics (GET /metrics) on this address. Default: off.
+    #[arg(long, env = "METRICS_LISTEN_ADDR")]
+    metrics_listen: Option<SocketAddr>,
+    /// Days raw click events are kept (1 to 36500); older ones are pruned hourly. Statistics are kept
+    /// regardless: they come from day counters.
+    #[arg(long, env = "CLICK_RETENTION_DAYS", default_value_t = DEFAULT_CLICK_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CLICK_RETENTION_DAYS)))]
+    click_retention_days: u32,
 }
 
 impl From<ServeArgs> for Settings {
@@ -94,6 +108,10 @@ impl From<ServeArgs> for Settings {
             validate_per_minute: a.validate_per_minute,
             sink: a.sink.into(),
             internal_secret: a.internal_api_secret,
+            internal_listen: a.internal_listen,
+            metrics_listen: a.metrics_listen,
+            click_retention_days: a.click_retention_days,
+            prune_interval: PRUNE_INTERVAL,
         }
     }
 }
@@ -166,9 +184,18 @@ pub enum Admin {
     /// Blocked destination domains.
     #[command(subcommand)]
     Blocklist(BlocklistCmd),
+    /// Any account's links (abuse response).
+    #[command(subcommand)]
+    Link(LinkCmd),
     /// Queue every link, group, domain and the blocklist for publishing again (a fresh KV
     /// namespace, or a local edge whose KV starts empty).
     Republish,
+    /// SQLite: write a consistent copy of the database to a new file while the server runs (PostgreSQL: pg_dump).
+    Backup {
+        /// The copy; must not exist yet.
+        #[arg(long)]
+        to: std::path::PathBuf,
+    },
 }
 
 /// `admin account`.
@@ -188,6 +215,43 @@ pub enum AccountCmd {
         /// Account email.
         #[arg(long)]
         email: String,
+    },
+    /// Every account, oldest first.
+    List,
+    /// Disable an account: its key gets 403 on every route and its links stop at the edge.
+    Disable {
+        /// Account id.
+        #[arg(long)]
+        id: String,
+    },
+    /// Enable a disabled account again.
+    Enable {
+        /// Account id.
+        #[arg(long)]
+        id: String,
+    },
+}
+
+/// `admin link`: any account's link, by id.
+#[derive(Debug, Subcommand)]
+pub enum LinkCmd {
+    /// Pause a link: visitors go to the domain's fallback.
+    Pause {
+        /// Link id.
+        #[arg(long)]
+        id: String,
+    },
+    /// Resume a paused link.
+    Resume {
+        /// Link id.
+        #[arg(long)]
+        id: String,
+    },
+    /// Delete a link.
+    Delete {
+        /// Link id.
+        #[arg(long)]
+        id: String,
     },
 }
 
@@ -300,7 +364,7 @@ enum CliError {
 /// Runs a parsed command line and returns the process exit code.
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Serve(args) => serve(&Settings::from(args)).await,
+        Command::Serve(args) => serve(&Settings::from(*args)).await,
         Command::Migrate => report(
             async {
                 connect(&cli.database_url).await?.migrate().await?;
@@ -364,7 +428,26 @@ fn settings(json: Option<&str>) -> Result<GroupSettings, CliError> {
 
 /// A group as admin commands print it: with its key (the operator hands it to the account holder).
 fn group_json(g: GroupRow) -> Value {
-    json!({ "id": g.id, "name": g.name, "key": g.key })
+    json!({ "id": g.id, "name": g.name, "key": g.key, "settings": g.settings, "is_default": g.is_default })
+}
+
+/// A link id from the command line, normalised like the API's.
+fn link_id(raw: &str) -> Result<String, CliError> {
+    uuid::Uuid::try_parse(raw)
+        .map(|u| u.hyphenated().to_string())
+        .map_err(|_| invalid(format!("--id {raw:?} is not a UUID")))
+}
+
+/// Pauses or resumes any account's link.
+async fn set_link_active(db: &Db, id: &str, active: bool) -> Result<Value, CliError> {
+    let id = link_id(id)?;
+    let account = db.link_account(&id).await?;
+    let patch = LinkPatch {
+        is_active: Some(active),
+        ..LinkPatch::default()
+    };
+    let link = db.update_link(&account, &id, &patch).await?;
+    Ok(json!({ "id": link.id, "is_active": link.is_active }))
 }
 
 async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
@@ -381,6 +464,34 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             let a = db.find_account(&email).await?;
             json!({ "id": a.id, "default_group_id": a.default_group_id })
         }
+        Admin::Account(AccountCmd::List) => {
+            let accounts: Vec<Value> = db
+                .list_accounts()
+                .await?
+                .into_iter()
+                .map(|a| {
+                    json!({ "id": a.id, "email": a.email, "api_access": a.api_access,
+                            "disabled": a.disabled, "created_at": a.created_at })
+                })
+                .collect();
+            json!({ "results": accounts })
+        }
+        Admin::Account(AccountCmd::Disable { id }) => {
+            db.set_account_disabled(&id, true).await?;
+            json!({})
+        }
+        Admin::Account(AccountCmd::Enable { id }) => {
+            db.set_account_disabled(&id, false).await?;
+            json!({})
+        }
+        Admin::Link(LinkCmd::Pause { id }) => set_link_active(&db, &id, false).await?,
+        Admin::Link(LinkCmd::Resume { id }) => set_link_active(&db, &id, true).await?,
+        Admin::Link(LinkCmd::Delete { id }) => {
+            let id = link_id(&id)?;
+            let account = db.link_account(&id).await?;
+            db.delete_link(&account, &id).await?;
+            json!({})
+        }
         Admin::ApiKey(ApiKeyCmd::Generate { account }) => {
             json!({ "api_key": db.generate_api_key(&account).await?.expose() })
         }
@@ -396,11 +507,12 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             db.create_group(&account, &name, &settings(s.as_deref())?)
                 .await?,
         ),
-        Admin::Group(GroupCmd::Update { id, settings: s }) => {
-            group_json(db.update_group_settings(&id, &settings(Some(&s))?).await?)
-        }
+        Admin::Group(GroupCmd::Update { id, settings: s }) => group_json(
+            db.update_group(None, &id, None, Some(&settings(Some(&s))?))
+                .await?,
+        ),
         Admin::Group(GroupCmd::Delete { id }) => {
-            db.delete_group(&id).await?;
+            db.delete_group(None, &id).await?;
             json!({})
         }
         Admin::Group(GroupCmd::List { account }) => {
@@ -432,6 +544,10 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             json!({})
         }
         Admin::Republish => json!({ "enqueued": db.republish_all().await? }),
+        Admin::Backup { to } => {
+            let bytes = db.backup_to(&to).await?;
+            json!({ "backup": to.display().to_string(), "bytes": bytes })
+        }
         Admin::Blocklist(BlocklistCmd::Add { domain }) => {
             db.block_domain(&Hostname::parse(&domain).map_err(invalid)?)
                 .await?;

@@ -6,4 +6,5 @@
 pub mod cli;
 pub mod http;
 pub mod publisher;
+pub mod retention;
 pub mod startup;

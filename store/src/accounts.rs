@@ -4,6 +4,7 @@ use crate::domain::{GroupSettings, Micros};
 use crate::error::{Entity, StoreError, is_unique_violation};
 use crate::groups;
 use crate::ids::new_id;
+use crate::outbox;
 use crate::pool::Db;
 use sqlx::Row;
 
@@ -14,6 +15,21 @@ pub struct NewAccount {
     pub id: String,
     /// The group created with it.
     pub default_group_id: String,
+}
+
+/// An account as the operator lists it.
+#[derive(Debug, Clone)]
+pub struct AccountRow {
+    /// Account id.
+    pub id: String,
+    /// Login email (lowercase).
+    pub email: String,
+    /// May use the management API.
+    pub api_access: bool,
+    /// Disabled by the operator.
+    pub disabled: bool,
+    /// ISO 8601, microseconds, `Z`.
+    pub created_at: String,
 }
 
 /// Name of the group every account gets at creation.
@@ -78,6 +94,61 @@ impl Db {
             id: row.try_get("id")?,
             default_group_id: row.try_get("default_group_id")?,
         })
+    }
+}
+
+impl Db {
+    /// Every account, oldest first.
+    pub async fn list_accounts(&self) -> Result<Vec<AccountRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, email, api_access, disabled, created_at FROM accounts ORDER BY created_at, id",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(AccountRow {
+                    id: r.try_get("id")?,
+                    email: r.try_get("email")?,
+                    api_access: r.try_get::<i64, _>("api_access")? != 0,
+                    disabled: r.try_get::<i64, _>("disabled")? != 0,
+                    created_at: Micros(r.try_get("created_at")?).to_iso8601(),
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(Into::into)
+    }
+
+    /// Disables (or re-enables) an account: its key is refused on every route, and its links stop at the edge
+    /// (each link's KV record is republished as inactive, in this transaction's outbox rows).
+    pub async fn set_account_disabled(&self, id: &str, disabled: bool) -> Result<(), StoreError> {
+        let mut tx = self.write.begin().await?;
+        let updated = sqlx::query("UPDATE accounts SET disabled = $1 WHERE id = $2")
+            .bind(i64::from(disabled))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Account));
+        }
+        let links = sqlx::query(
+            "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id WHERE l.account_id = $1",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let keys = links
+            .iter()
+            .map(|r| {
+                Ok(kv_model::link_key(
+                    &r.try_get::<String, _>("host")?,
+                    &r.try_get::<String, _>("short_code")?,
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        outbox::enqueue(&mut tx, &keys).await?;
+        tx.commit().await?;
+        Ok(())
     }
 }
 

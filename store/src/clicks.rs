@@ -1,153 +1,500 @@
-//! Click events reported by the edge, and per-link statistics.
+//! Click reports from the edge: each report's raw events and its per-day counters of links, groups and accounts
+//! ([`crate::click_stats`]), written in one transaction, and at most once per batch id.
+//!
+//! Built for throughput (reports of up to 1,000 events, tens of thousands of events a second on two cores): each
+//! distinct link (host, short code) and group of a report is looked up once, counter increments are added up in
+//! memory so that each counter row is upserted once per report, and rows go in multi-row statements
+//! ([`crate::sql_chunks`]). The raw events are written first (their foreign key locks each link against
+//! deletion), then the link, group and account counters, each table in the order of its key: concurrent reports,
+//! and a link deletion (the link, then its counters, its group's, its account's), take their locks in one order
+//! and never deadlock on PostgreSQL.
 
-use crate::domain::Micros;
-use crate::error::StoreError;
+use crate::domain::{ClickBatchId, Day, Micros};
+use crate::error::{StoreError, is_unique_violation};
 use crate::pool::Db;
-use kv_model::ClickEvent;
-use sqlx::Row;
+use crate::sql_chunks::{MultiRow, in_lists};
+use kv_model::{ClickEvent, SHORT_CODE_MAX_LEN};
+use sqlx::{AnyConnection, Row};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// Clicks on one day (UTC).
-#[derive(Debug, Clone)]
-pub struct DayCount {
-    /// `YYYY-MM-DD`.
-    pub date: String,
-    /// Clicks.
-    pub clicks: i64,
+/// What became of a click report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ingested {
+    /// This many events were stored; the others named no existing link or group, or a time before 1970 or
+    /// after 9999.
+    Stored(usize),
+    /// The report's batch id was counted before: nothing was stored again.
+    Duplicate,
 }
 
-/// Clicks from one country.
-#[derive(Debug, Clone)]
-pub struct CountryCount {
-    /// ISO 3166-1 alpha-2, or null when unknown.
-    pub country: Option<String>,
-    /// Clicks.
-    pub clicks: i64,
+/// Longest host (DNS's limit): a longer one names no domain, and is no referrer host.
+const MAX_HOST: usize = 253;
+/// Length of a group id (a hyphenated UUID).
+const GROUP_ID_LEN: usize = 36;
+/// Longest event id kept (a Queues message id is 32 hex characters).
+const MAX_EVENT_ID: usize = 64;
+
+/// An event as stored: normalised, bounded, and with a time the counters can place on a day.
+pub(crate) struct Event {
+    /// Lowercase host and short code of a persistent link; `None` for a dynamic link.
+    link: Option<(String, String)>,
+    /// Lowercase group id (used only for dynamic links: a link's group is the link's own).
+    group_id: String,
+    /// Microseconds.
+    at: i64,
+    day: Day,
+    /// Two ASCII letters or digits, uppercase.
+    country: Option<String>,
+    referer_host: Option<String>,
+    device: &'static str,
+    /// The event's own id, when the sender gave one ([`MAX_EVENT_ID`] printable ASCII characters at most; another
+    /// id counts as none).
+    id: Option<String>,
 }
 
-/// A link's statistics.
-#[derive(Debug, Clone)]
-pub struct LinkStats {
-    /// The link.
-    pub link_id: String,
-    /// All clicks.
-    pub total: i64,
-    /// By day, oldest first.
-    pub by_day: Vec<DayCount>,
-    /// By country, most clicks first.
-    pub by_country: Vec<CountryCount>,
+impl Event {
+    fn normalize(e: ClickEvent) -> Option<Self> {
+        // Names with control characters name nothing (and a NUL is an encoding error on PostgreSQL, which would
+        // fail the whole report over one event).
+        let control = |s: &str| s.chars().any(char::is_control);
+        if control(&e.host) || control(&e.group_id) || e.short_code.as_deref().is_some_and(control)
+        {
+            return None;
+        }
+        let at = e.at.checked_mul(1_000)?;
+        let day = Day::of(Micros(at))?;
+        let link = match e.short_code {
+            Some(code) if code.len() > SHORT_CODE_MAX_LEN || e.host.len() > MAX_HOST => {
+                return None;
+            }
+            Some(code) => Some((e.host.to_ascii_lowercase(), code.to_ascii_lowercase())),
+            None if e.group_id.len() > GROUP_ID_LEN => return None,
+            None => None,
+        };
+        Some(Self {
+            link,
+            group_id: e.group_id.to_ascii_lowercase(),
+            at,
+            day,
+            country: e
+                .country
+                .filter(|c| c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphanumeric()))
+                .map(|c| c.to_ascii_uppercase()),
+            // Visitors choose their Referer: anything that cannot be a host is dropped, not stored.
+            referer_host: e
+                .referer_host
+                .filter(|h| {
+                    !h.is_empty()
+                        && h.len() <= MAX_HOST
+                        && !h.chars().any(|c| c.is_whitespace() || c.is_control())
+                })
+                .map(|h| h.to_ascii_lowercase()),
+            device: e.device.as_str(),
+            id: e.id.filter(|id| {
+                !id.is_empty()
+                    && id.len() <= MAX_EVENT_ID
+                    && id.bytes().all(|b| b.is_ascii_graphic())
+            }),
+        })
+    }
 }
 
-const DAY_MICROS: i64 = 86_400_000_000;
+/// Whom a click counts for: a link, or a group's dynamic links.
+struct Target {
+    account_id: String,
+    group_id: String,
+    link_id: Option<String>,
+}
 
-/// Keeps short free-text fields short: they come from visitors.
-fn bounded(v: Option<String>, max: usize) -> Option<String> {
-    v.map(|s| s.chars().take(max).collect::<String>())
-        .filter(|s| !s.is_empty())
+/// The targets of a report's events, each looked up once.
+#[derive(Default)]
+struct Targets {
+    list: Vec<Target>,
+    links: HashMap<(String, String), usize>,
+    groups: HashMap<String, usize>,
+}
+
+impl Targets {
+    async fn resolve(conn: &mut AnyConnection, events: &[&Event]) -> Result<Self, StoreError> {
+        let mut targets = Self::default();
+        let mut codes_by_host: BTreeMap<&str, HashSet<&str>> = BTreeMap::new();
+        let mut groups: HashSet<&str> = HashSet::new();
+        for e in events.iter().copied() {
+            match &e.link {
+                Some((host, code)) => {
+                    codes_by_host.entry(host).or_default().insert(code);
+                }
+                None => {
+                    groups.insert(&e.group_id);
+                }
+            }
+        }
+        let hosts: Vec<&str> = codes_by_host.keys().copied().collect();
+        let mut domains: Vec<(String, String)> = Vec::new();
+        for (list, binds) in in_lists(&hosts, 1) {
+            let sql = format!("SELECT id, host FROM domains WHERE host IN ({list})");
+            let mut q = sqlx::query(&sql);
+            for b in binds {
+                q = q.bind(b);
+            }
+            for r in q.fetch_all(&mut *conn).await? {
+                domains.push((r.try_get("id")?, r.try_get("host")?));
+            }
+        }
+        for (domain_id, host) in domains {
+            let Some(codes) = codes_by_host.get(host.as_str()) else {
+                continue;
+            };
+            let codes: Vec<&str> = codes.iter().copied().collect();
+            for (list, binds) in in_lists(&codes, 2) {
+                let sql = format!(
+                    "SELECT id, account_id, group_id, short_code FROM links \
+                     WHERE domain_id = $1 AND short_code IN ({list})"
+                );
+                let mut q = sqlx::query(&sql).bind(&domain_id);
+                for b in binds {
+                    q = q.bind(b);
+                }
+                for r in q.fetch_all(&mut *conn).await? {
+                    targets
+                        .links
+                        .insert((host.clone(), r.try_get("short_code")?), targets.list.len());
+                    targets.list.push(Target {
+                        account_id: r.try_get("account_id")?,
+                        group_id: r.try_get("group_id")?,
+                        link_id: Some(r.try_get("id")?),
+                    });
+                }
+            }
+        }
+        let groups: Vec<&str> = groups.into_iter().collect();
+        for (list, binds) in in_lists(&groups, 1) {
+            let sql = format!("SELECT id, account_id FROM groups WHERE id IN ({list})");
+            let mut q = sqlx::query(&sql);
+            for b in binds {
+                q = q.bind(b);
+            }
+            for r in q.fetch_all(&mut *conn).await? {
+                let id: String = r.try_get("id")?;
+                targets.groups.insert(id.clone(), targets.list.len());
+                targets.list.push(Target {
+                    account_id: r.try_get("account_id")?,
+                    group_id: id,
+                    link_id: None,
+                });
+            }
+        }
+        Ok(targets)
+    }
+
+    /// The event's target, when its link or group exists.
+    fn of(&self, e: &Event) -> Option<usize> {
+        match &e.link {
+            Some(key) => self.links.get(key).copied(),
+            None => self.groups.get(&e.group_id).copied(),
+        }
+    }
+}
+
+/// Records the batch id; false when it was recorded before (by a committed report, or by a concurrent one that
+/// commits first: PostgreSQL makes the later insert wait for it).
+async fn claim_batch(conn: &mut AnyConnection, id: &ClickBatchId) -> Result<bool, StoreError> {
+    let claimed = sqlx::query(
+        "INSERT INTO click_batches (batch_id, received_at) VALUES ($1, $2) ON CONFLICT (batch_id) DO NOTHING",
+    )
+    .bind(id.as_str())
+    .bind(Micros::now().0)
+    .execute(&mut *conn)
+    .await;
+    match claimed {
+        Ok(done) => Ok(done.rows_affected() == 1),
+        // Belt and braces: whichever way the engine reports the race, the loser is a duplicate.
+        Err(e) if is_unique_violation(&e) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Records the event ids of `ids` (distinct) and returns those recorded now: an id recorded before (by a committed
+/// report, or by a concurrent one that commits first: PostgreSQL makes the later insert wait for it) is left out.
+async fn claim_event_ids(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    ids: &[&str],
+) -> Result<HashSet<String>, StoreError> {
+    let mut claimed = HashSet::with_capacity(ids.len());
+    let now = Micros::now().0;
+    let mut rest = ids;
+    for n in multi_row.chunks(ids.len(), 2) {
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let sql = format!(
+            "INSERT INTO click_event_ids (id, received_at) VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
+            multi_row.values(n, 2)
+        );
+        let mut q = sqlx::query(&sql);
+        for id in chunk {
+            q = q.bind(*id).bind(now);
+        }
+        for row in q.fetch_all(&mut *conn).await? {
+            claimed.insert(row.try_get("id")?);
+        }
+    }
+    Ok(claimed)
+}
+
+async fn insert_events(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    targets: &[Target],
+    clicks: &[(usize, &Event)],
+) -> Result<(), StoreError> {
+    let mut rest = clicks;
+    for n in multi_row.chunks(clicks.len(), 7) {
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let sql = format!(
+            "INSERT INTO clicks (account_id, link_id, group_id, at, country, referer_host, device) VALUES {}",
+            multi_row.values(n, 7)
+        );
+        let mut q = sqlx::query(&sql);
+        for (t, e) in chunk {
+            let target = &targets[*t];
+            q = q
+                .bind(target.account_id.as_str())
+                .bind(target.link_id.as_deref())
+                .bind(target.group_id.as_str())
+                .bind(e.at)
+                .bind(e.country.as_deref())
+                .bind(e.referer_host.as_deref())
+                .bind(e.device);
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// A value bound in a counter row.
+#[derive(Clone, Copy)]
+enum Arg<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+/// Adds `rows` (primary key values, then the clicks to add) to the counters of `table`, each row once, in the
+/// order given, in multi-row upserts.
+async fn upsert(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    table: &str,
+    key: &[&str],
+    rows: &[(Vec<Arg<'_>>, i64)],
+) -> Result<(), StoreError> {
+    let columns = key.join(", ");
+    let mut rest = rows;
+    for n in multi_row.chunks(rows.len(), key.len() + 1) {
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let sql = format!(
+            "INSERT INTO {table} ({columns}, clicks) VALUES {} \
+             ON CONFLICT ({columns}) DO UPDATE SET clicks = {table}.clicks + excluded.clicks",
+            multi_row.values(n, key.len() + 1)
+        );
+        let mut q = sqlx::query(&sql);
+        for (args, clicks) in chunk {
+            for a in args {
+                q = match *a {
+                    Arg::Text(t) => q.bind(t),
+                    Arg::Int(i) => q.bind(i),
+                };
+            }
+            q = q.bind(*clicks);
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// A counter's key before its table's own columns: (link, group or account id, day, dimension, value).
+type Key<'a> = (&'a str, i64, &'static str, &'a str);
+
+fn args<'a>((id, day, dimension, value): Key<'a>) -> Vec<Arg<'a>> {
+    vec![
+        Arg::Text(id),
+        Arg::Int(day),
+        Arg::Text(dimension),
+        Arg::Text(value),
+    ]
+}
+
+/// Adds a report's clicks to the link, group and account counters: added up in memory first, so each counter
+/// row is written once, in key order (the lock order, see the module's documentation).
+async fn count(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    targets: &[Target],
+    clicks: &[(usize, &Event)],
+) -> Result<(), StoreError> {
+    let mut links: BTreeMap<(Key<'_>, &str), i64> = BTreeMap::new();
+    let mut groups: BTreeMap<Key<'_>, i64> = BTreeMap::new();
+    let mut accounts: BTreeMap<Key<'_>, i64> = BTreeMap::new();
+    for (t, e) in clicks {
+        let target = &targets[*t];
+        for (dimension, value) in [
+            ("country", e.country.as_deref().unwrap_or_default()),
+            ("device", e.device),
+            ("referrer", e.referer_host.as_deref().unwrap_or_default()),
+        ] {
+            if let Some(link) = &target.link_id {
+                *links
+                    .entry(((link, e.day.0, dimension, value), &target.group_id))
+                    .or_default() += 1;
+            }
+            *groups
+                .entry((&target.group_id, e.day.0, dimension, value))
+                .or_default() += 1;
+            *accounts
+                .entry((&target.account_id, e.day.0, dimension, value))
+                .or_default() += 1;
+        }
+    }
+    let link_rows: Vec<_> = links
+        .into_iter()
+        .map(|((k, group), n)| {
+            let mut a = args(k);
+            a.push(Arg::Text(group));
+            (a, n)
+        })
+        .collect();
+    upsert(
+        conn,
+        multi_row,
+        "link_click_counts",
+        &["link_id", "day", "dimension", "value", "group_id"],
+        &link_rows,
+    )
+    .await?;
+    let group_rows: Vec<_> = groups.into_iter().map(|(k, n)| (args(k), n)).collect();
+    upsert(
+        conn,
+        multi_row,
+        "group_click_counts",
+        &["group_id", "day", "dimension", "value"],
+        &group_rows,
+    )
+    .await?;
+    let account_rows: Vec<_> = accounts.into_iter().map(|(k, n)| (args(k), n)).collect();
+    upsert(
+        conn,
+        multi_row,
+        "account_click_counts",
+        &["account_id", "day", "dimension", "value"],
+        &account_rows,
+    )
+    .await
+}
+
+/// One click report, normalised, as it waits to be stored.
+pub(crate) struct Report {
+    pub(crate) batch: Option<ClickBatchId>,
+    pub(crate) events: Vec<Event>,
+}
+
+impl Report {
+    fn new(batch: Option<&ClickBatchId>, events: Vec<ClickEvent>) -> Self {
+        Self {
+            batch: batch.cloned(),
+            events: events.into_iter().filter_map(Event::normalize).collect(),
+        }
+    }
+}
+
+/// Stores reports in the caller's transaction and returns each one's outcome: a report whose batch id was
+/// claimed before (by a committed transaction, by a concurrent one that commits first, or by an earlier report
+/// of this call) stores nothing.
+pub(crate) async fn record_reports(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    reports: &[Report],
+) -> Result<Vec<Ingested>, StoreError> {
+    let mut fresh = Vec::with_capacity(reports.len());
+    for r in reports {
+        fresh.push(match &r.batch {
+            Some(id) => claim_batch(conn, id).await?,
+            None => true,
+        });
+    }
+    let counted = || {
+        reports
+            .iter()
+            .zip(&fresh)
+            .filter(|(_, fresh)| **fresh)
+            .map(|(r, _)| r)
+    };
+    // Events with ids count once each, whatever report carries them: claim the ids first, and keep an event
+    // only if its id was claimed now, and not by an earlier event of this call.
+    let mut ids: Vec<&str> = counted()
+        .flat_map(|r| &r.events)
+        .filter_map(|e| e.id.as_deref())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut claimed = if ids.is_empty() {
+        HashSet::new()
+    } else {
+        claim_event_ids(conn, multi_row, &ids).await?
+    };
+    let mut first_time = |e: &Event| e.id.as_ref().is_none_or(|id| claimed.remove(id));
+    let new_events: Vec<Vec<&Event>> = reports
+        .iter()
+        .zip(&fresh)
+        .map(|(r, fresh)| {
+            if *fresh {
+                r.events.iter().filter(|e| first_time(e)).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let events: Vec<&Event> = new_events.iter().flatten().copied().collect();
+    let targets = Targets::resolve(conn, &events).await?;
+    let mut clicks: Vec<(usize, &Event)> = Vec::with_capacity(events.len());
+    let mut outcomes = Vec::with_capacity(reports.len());
+    for (events, fresh) in new_events.iter().zip(&fresh) {
+        if !fresh {
+            outcomes.push(Ingested::Duplicate);
+            continue;
+        }
+        let before = clicks.len();
+        clicks.extend(events.iter().filter_map(|e| targets.of(e).map(|t| (t, *e))));
+        outcomes.push(Ingested::Stored(clicks.len() - before));
+    }
+    insert_events(conn, multi_row, &targets.list, &clicks).await?;
+    count(conn, multi_row, &targets.list, &clicks).await?;
+    Ok(outcomes)
 }
 
 impl Db {
-    /// Stores events whose link or group still exists; returns how many were stored.
-    pub async fn record_clicks(&self, events: Vec<ClickEvent>) -> Result<usize, StoreError> {
-        let mut tx = self.write.begin().await?;
-        let mut stored = 0;
-        for e in events {
-            let owner = match &e.short_code {
-                Some(code) => sqlx::query(
-                    "SELECT l.id AS link_id, l.account_id, l.group_id FROM links l JOIN domains d ON d.id = l.domain_id \
-                     WHERE d.host = $1 AND l.short_code = $2",
-                )
-                .bind(e.host.to_ascii_lowercase())
-                .bind(code.to_ascii_lowercase())
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| Ok::<_, sqlx::Error>((Some(r.try_get::<String, _>("link_id")?), r.try_get("account_id")?, r.try_get("group_id")?)))
-                .transpose()?,
-                None => sqlx::query("SELECT account_id, id FROM groups WHERE id = $1")
-                    .bind(e.group_id.to_ascii_lowercase())
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .map(|r| Ok::<_, sqlx::Error>((None, r.try_get("account_id")?, r.try_get("id")?)))
-                    .transpose()?,
-            };
-            let Some((link_id, account_id, group_id)) = owner else {
-                continue;
-            };
-            let (account_id, group_id): (String, String) = (account_id, group_id);
-            sqlx::query(
-                "INSERT INTO clicks (account_id, link_id, group_id, at, country, referer_host, device) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(account_id)
-            .bind(link_id)
-            .bind(group_id)
-            .bind(e.at.saturating_mul(1_000))
-            .bind(bounded(e.country, 2).map(|c| c.to_ascii_uppercase()))
-            .bind(bounded(e.referer_host, 253))
-            .bind(e.device.as_str())
-            .execute(&mut *tx)
-            .await?;
-            stored += 1;
-        }
-        tx.commit().await?;
-        Ok(stored)
-    }
-
-    /// Statistics of a link of this account; None when it is not theirs (or does not exist).
-    pub async fn link_stats(
+    /// Stores a click report: the events whose link or group still exists, as raw events and in the day
+    /// counters, in one transaction (on SQLite, with the other reports waiting at the same moment:
+    /// [`crate::click_writer`]). With a batch id, a report whose id was stored before (and not yet pruned, see
+    /// [`Db::prune`]) stores nothing and answers [`Ingested::Duplicate`], also when two deliveries
+    /// of it arrive at once.
+    pub async fn record_clicks(
         &self,
-        account_id: &str,
-        link_id: &str,
-    ) -> Result<Option<LinkStats>, StoreError> {
-        let mut tx = self.read.begin().await?;
-        let owned = sqlx::query("SELECT id FROM links WHERE id = $1 AND account_id = $2")
-            .bind(link_id)
-            .bind(account_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if owned.is_none() {
-            return Ok(None);
+        batch: Option<&ClickBatchId>,
+        events: Vec<ClickEvent>,
+    ) -> Result<Ingested, StoreError> {
+        let report = Report::new(batch, events);
+        if let Some(writer) = &self.click_writer {
+            return writer.record(report).await;
         }
-        let days = sqlx::query(
-            // 86400000000 = DAY_MICROS, inline so both engines group by the very same expression.
-            "SELECT at / 86400000000 AS day, COUNT(*) AS n FROM clicks WHERE link_id = $1 \
-             GROUP BY at / 86400000000 ORDER BY day",
-        )
-        .bind(link_id)
-        .fetch_all(&mut *tx)
-        .await?;
-        let countries = sqlx::query(
-            "SELECT country, COUNT(*) AS n FROM clicks WHERE link_id = $1 GROUP BY country ORDER BY COUNT(*) DESC, country",
-        )
-        .bind(link_id)
-        .fetch_all(&mut *tx)
-        .await?;
+        let mut tx = self.write.begin().await?;
+        let outcome =
+            record_reports(&mut tx, self.multi_row, std::slice::from_ref(&report)).await?;
         tx.commit().await?;
-        let by_day = days
-            .iter()
-            .map(|r| {
-                let day: i64 = r.try_get("day")?;
-                let date = Micros(day * DAY_MICROS).to_iso8601()[..10].to_owned();
-                Ok(DayCount {
-                    date,
-                    clicks: r.try_get("n")?,
-                })
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        let by_country = countries
-            .iter()
-            .map(|r| {
-                Ok(CountryCount {
-                    country: r.try_get("country")?,
-                    clicks: r.try_get("n")?,
-                })
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        let total = by_day.iter().map(|d| d.clicks).sum();
-        Ok(Some(LinkStats {
-            link_id: link_id.to_owned(),
-            total,
-            by_day,
-            by_country,
-        }))
+        outcome
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError::Internal("a click report without an outcome".to_owned()))
     }
 }

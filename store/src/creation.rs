@@ -2,7 +2,7 @@
 //! transaction, the accounts' link counters and the outbox rows ([`record_created`]). Both commit paths (SQLite's
 //! batched writer, PostgreSQL's own transaction) are built from these two, so the rules are written once.
 
-use crate::domain::{LongUrl, ShortCode};
+use crate::domain::{LongUrl, Micros, ShortCode};
 use crate::error::StoreError;
 use crate::ids::new_id;
 use crate::outbox;
@@ -24,6 +24,10 @@ pub struct CreateLink {
     pub group_id: Option<String>,
     /// Requested domain (falls back to a platform domain when absent or not usable).
     pub domain_id: Option<String>,
+    /// When the link stops redirecting; `None`: never.
+    pub expires_at: Option<Micros>,
+    /// Whether the edge appends the visitor's query string to the destination.
+    pub forward_query: bool,
 }
 
 /// A created link (spec 2 "Link (as created)").
@@ -80,7 +84,7 @@ pub(crate) async fn insert_link(
     let id = new_id();
     let inserted = sqlx::query(
         "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at, \
-         created_by_key) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)",
+         created_by_key, expires_at, forward_query) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10)",
     )
     .bind(&id)
     .bind(&req.account_id)
@@ -90,6 +94,8 @@ pub(crate) async fn insert_link(
     .bind(req.long_url.as_str())
     .bind(now)
     .bind(&req.key_id)
+    .bind(req.expires_at.map(|t| t.0))
+    .bind(i64::from(req.forward_query))
     .execute(&mut *conn)
     .await;
     match inserted {
@@ -103,7 +109,7 @@ pub(crate) async fn insert_link(
     };
     let state = limit.after_creation(now);
     let link = CreatedLink {
-        short_url: format!("https://{}/{}", target.host, code.as_str()),
+        short_url: short_url(&target.host, code.as_str()),
         short_code: code.as_str().to_owned(),
         id,
         group_id: target.group_id.clone(),
@@ -154,8 +160,8 @@ pub(crate) async fn record_created(
 }
 
 /// What is left of the key's limit in the window ending now: the key's own links created
-/// in the last hour. Also checks that the key still exists (it may have been revoked since
-/// authentication), in the same statement.
+/// in the last hour, including those deleted since (`deleted_creations`, see [`crate::link_edits`]). Also checks
+/// that the key still exists (it may have been revoked since authentication), in the same statement.
 async fn rate_window(
     conn: &mut AnyConnection,
     key_id: &str,
@@ -163,7 +169,8 @@ async fn rate_window(
 ) -> Result<RateLimitState, StoreError> {
     let row = sqlx::query(
         "SELECT (SELECT COUNT(*) FROM api_keys WHERE id = $1) AS key_exists, COUNT(*) AS n, MIN(created_at) AS oldest \
-         FROM links WHERE created_by_key = $1 AND created_at > $2",
+         FROM (SELECT created_at FROM links WHERE created_by_key = $1 AND created_at > $2 \
+               UNION ALL SELECT created_at FROM deleted_creations WHERE key_id = $1 AND created_at > $2) w",
     )
     .bind(key_id)
     .bind(RateLimitState::window_start(now))
@@ -177,4 +184,9 @@ async fn rate_window(
         row.try_get("oldest")?,
         now,
     ))
+}
+
+/// A link's public URL: always https, the only scheme the edge serves.
+pub(crate) fn short_url(host: &str, code: &str) -> String {
+    format!("https://{host}/{code}")
 }

@@ -10,8 +10,8 @@ use sqlx::{AnyConnection, Row};
 /// Longest group name we store.
 const MAX_NAME_LEN: usize = 100;
 
-/// A group as the operator CLI shows it (the key included: it is the group's signing secret,
-/// which the dashboard shows its owner so they can build dynamic links).
+/// A group with its key and settings: what its owner (API, dashboard) and the operator see. The key is the
+/// group's signing secret for dynamic links; lists of groups in the spec's API leave it out.
 #[derive(Debug, Clone)]
 pub struct GroupRow {
     /// Group id.
@@ -20,6 +20,64 @@ pub struct GroupRow {
     pub name: String,
     /// base64url (no padding) 32-byte key for dynamic links.
     pub key: String,
+    /// The rules the edge applies to the group's links.
+    pub settings: GroupSettings,
+    /// The account's default group (cannot be deleted; new links go there unless told otherwise).
+    pub is_default: bool,
+}
+
+/// The columns [`GroupRow::from_row`] reads, for `groups g JOIN accounts a ON a.id = g.account_id`.
+const GROUP_COLUMNS: &str = "g.id, g.name, g.key, g.settings, a.default_group_id";
+
+impl GroupRow {
+    fn from_row(r: &sqlx::any::AnyRow) -> Result<Self, StoreError> {
+        let id: String = r.try_get("id")?;
+        let settings: String = r.try_get("settings")?;
+        let settings = GroupSettings::parse(&settings).map_err(|e| {
+            StoreError::Internal(format!("stored group settings do not parse: {e}"))
+        })?;
+        Ok(Self {
+            is_default: r.try_get::<String, _>("default_group_id")? == id,
+            name: r.try_get("name")?,
+            key: r.try_get("key")?,
+            settings,
+            id,
+        })
+    }
+}
+
+/// Whose group an operation may touch: `Some(account)` for the account's own API and dashboard (another account's
+/// group is not found), `None` for the operator (any group).
+pub type Owner<'a> = Option<&'a str>;
+
+/// The SQL condition for [`Owner`], with the account as `$2`.
+fn owned_by(owner: Owner<'_>) -> &'static str {
+    if owner.is_some() {
+        " AND g.account_id = $2"
+    } else {
+        ""
+    }
+}
+
+/// One group, inside a transaction or on a connection.
+async fn group_in(
+    conn: &mut AnyConnection,
+    owner: Owner<'_>,
+    id: &str,
+) -> Result<GroupRow, StoreError> {
+    let sql = format!(
+        "SELECT {GROUP_COLUMNS} FROM groups g JOIN accounts a ON a.id = g.account_id WHERE g.id = $1{}",
+        owned_by(owner)
+    );
+    let mut q = sqlx::query(&sql).bind(id);
+    if let Some(account) = owner {
+        q = q.bind(account);
+    }
+    let row = q
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Group))?;
+    GroupRow::from_row(&row)
 }
 
 /// A fresh 32-byte group key, base64url without padding (spec 2).
@@ -56,6 +114,8 @@ pub(crate) async fn insert_group(
         id: id.to_owned(),
         name: name.to_owned(),
         key,
+        settings: settings.clone(),
+        is_default: false,
     })
 }
 
@@ -68,6 +128,7 @@ fn sort_by_name<T>(items: &mut [T], key: impl Fn(&T) -> (&String, &String)) {
     });
 }
 
+/// A group name, trimmed: 1 to 100 characters.
 fn check_name(name: &str) -> Result<&str, StoreError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
@@ -102,50 +163,81 @@ impl Db {
         Ok(row)
     }
 
-    /// Replaces a group's settings.
-    pub async fn update_group_settings(
+    /// One group with its key and settings.
+    pub async fn group(&self, owner: Owner<'_>, id: &str) -> Result<GroupRow, StoreError> {
+        let mut conn = self.read.acquire().await?;
+        group_in(&mut conn, owner, id).await
+    }
+
+    /// Renames a group and/or replaces its settings; the edge gets the new settings through the outbox.
+    pub async fn update_group(
         &self,
+        owner: Owner<'_>,
         id: &str,
-        settings: &GroupSettings,
+        name: Option<&str>,
+        settings: Option<&GroupSettings>,
     ) -> Result<GroupRow, StoreError> {
+        let name = name.map(check_name).transpose()?;
         let mut tx = self.write.begin().await?;
-        let updated = sqlx::query("UPDATE groups SET settings = $1 WHERE id = $2")
-            .bind(settings.to_json())
+        // Also the ownership check: another account's group is not found.
+        group_in(&mut tx, owner, id).await?;
+        if let Some(name) = name {
+            sqlx::query("UPDATE groups SET name = $1 WHERE id = $2")
+                .bind(name)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if let Some(settings) = settings {
+            sqlx::query("UPDATE groups SET settings = $1 WHERE id = $2")
+                .bind(settings.to_json())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            outbox::enqueue(&mut tx, &[kv_model::group_key(id)]).await?;
+        }
+        let row = group_in(&mut tx, owner, id).await?;
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    /// Replaces a group's signing key: dynamic links made with the old key stop working at the edge once the
+    /// outbox has carried the new one. Returns the group with its new key (shown to the caller).
+    pub async fn rotate_group_key(
+        &self,
+        owner: Owner<'_>,
+        id: &str,
+    ) -> Result<GroupRow, StoreError> {
+        let key = new_group_key()?;
+        let mut tx = self.write.begin().await?;
+        group_in(&mut tx, owner, id).await?;
+        sqlx::query("UPDATE groups SET key = $1 WHERE id = $2")
+            .bind(&key)
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        if updated.rows_affected() == 0 {
-            return Err(StoreError::NotFound(Entity::Group));
-        }
-        let row = sqlx::query("SELECT id, name, key FROM groups WHERE id = $1")
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await?;
         outbox::enqueue(&mut tx, &[kv_model::group_key(id)]).await?;
+        let row = group_in(&mut tx, owner, id).await?;
         tx.commit().await?;
-        Ok(GroupRow {
-            id: row.try_get("id")?,
-            name: row.try_get("name")?,
-            key: row.try_get("key")?,
-        })
+        Ok(row)
     }
 
     /// Deletes a group. Its links move to the account's default group, so no link is lost;
     /// the default group itself cannot be deleted. The key dies with the group: tokens made
     /// with it stop working (spec 2).
-    pub async fn delete_group(&self, id: &str) -> Result<(), StoreError> {
+    pub async fn delete_group(&self, owner: Owner<'_>, id: &str) -> Result<(), StoreError> {
         let mut tx = self.write.begin().await?;
+        let group = group_in(&mut tx, owner, id).await?;
+        if group.is_default {
+            return Err(StoreError::DefaultGroup);
+        }
         let row = sqlx::query(
             "SELECT a.default_group_id FROM groups g JOIN accounts a ON a.id = g.account_id WHERE g.id = $1",
         )
         .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(StoreError::NotFound(Entity::Group))?;
+        .fetch_one(&mut *tx)
+        .await?;
         let default_group: String = row.try_get("default_group_id")?;
-        if default_group == id {
-            return Err(StoreError::DefaultGroup);
-        }
         // The moved links change group at the edge too.
         let moved = sqlx::query(
             "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id WHERE l.group_id = $1",
@@ -177,20 +269,17 @@ impl Db {
     /// The account's groups with their keys, in the order of [`Db::list_groups`].
     pub async fn group_rows(&self, account_id: &str) -> Result<Vec<GroupRow>, StoreError> {
         self.require_account(account_id).await?;
-        let rows = sqlx::query("SELECT id, name, key FROM groups WHERE account_id = $1")
+        let sql = format!(
+            "SELECT {GROUP_COLUMNS} FROM groups g JOIN accounts a ON a.id = g.account_id WHERE g.account_id = $1"
+        );
+        let rows = sqlx::query(&sql)
             .bind(account_id)
             .fetch_all(&self.read)
             .await?;
         let mut groups = rows
             .iter()
-            .map(|r| {
-                Ok(GroupRow {
-                    id: r.try_get("id")?,
-                    name: r.try_get("name")?,
-                    key: r.try_get("key")?,
-                })
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+            .map(GroupRow::from_row)
+            .collect::<Result<Vec<_>, StoreError>>()?;
         sort_by_name(&mut groups, |g| (&g.name, &g.id));
         Ok(groups)
     }

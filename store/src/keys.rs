@@ -15,6 +15,8 @@ pub struct AuthContext {
     pub account_id: String,
     /// The account's permission to use the management API.
     pub api_access: bool,
+    /// Disabled by the operator: refused on every route.
+    pub disabled: bool,
 }
 
 impl Db {
@@ -23,11 +25,7 @@ impl Db {
     pub async fn generate_api_key(&self, account_id: &str) -> Result<ApiKey, StoreError> {
         let key = ApiKey::generate();
         let mut tx = self.write.begin().await?;
-        require_account_in(&mut tx, account_id).await?;
-        sqlx::query("DELETE FROM api_keys WHERE account_id = $1")
-            .bind(account_id)
-            .execute(&mut *tx)
-            .await?;
+        remove_key_in(&mut tx, account_id).await?;
         sqlx::query(
             "INSERT INTO api_keys (id, account_id, key_hash, masked, created_at) VALUES ($1, $2, $3, $4, $5)",
         )
@@ -44,11 +42,9 @@ impl Db {
 
     /// Deletes the account's key; NotFound if the account does not exist.
     pub async fn revoke_api_key(&self, account_id: &str) -> Result<(), StoreError> {
-        self.require_account(account_id).await?;
-        sqlx::query("DELETE FROM api_keys WHERE account_id = $1")
-            .bind(account_id)
-            .execute(&self.write)
-            .await?;
+        let mut tx = self.write.begin().await?;
+        remove_key_in(&mut tx, account_id).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -66,7 +62,7 @@ impl Db {
     pub async fn authenticate(&self, key: &ApiKey) -> Result<Option<AuthContext>, StoreError> {
         let hash = key.hash();
         let row = sqlx::query(
-            "SELECT k.id, k.key_hash, a.id AS account_id, a.api_access \
+            "SELECT k.id, k.key_hash, a.id AS account_id, a.api_access, a.disabled \
              FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1",
         )
         .bind(hash.as_str())
@@ -81,6 +77,24 @@ impl Db {
             key_id: row.try_get("id")?,
             account_id: row.try_get("account_id")?,
             api_access: row.try_get::<i64, _>("api_access")? != 0,
+            disabled: row.try_get::<i64, _>("disabled")? != 0,
         }))
     }
+}
+
+/// Removes the account's key (NotFound when the account does not exist) and, with it, the rate-limit rows of its
+/// deleted links ([`crate::link_edits`]): they belong to that key, and a new key starts a new hourly window.
+async fn remove_key_in(conn: &mut sqlx::AnyConnection, account_id: &str) -> Result<(), StoreError> {
+    require_account_in(&mut *conn, account_id).await?;
+    sqlx::query(
+        "DELETE FROM deleted_creations WHERE key_id IN (SELECT id FROM api_keys WHERE account_id = $1)",
+    )
+    .bind(account_id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("DELETE FROM api_keys WHERE account_id = $1")
+        .bind(account_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }

@@ -10,7 +10,11 @@
 pub mod domain;
 
 mod accounts;
+mod backup;
 mod blocklist;
+mod click_retention;
+mod click_stats;
+mod click_writer;
 mod clicks;
 mod creation;
 mod domains;
@@ -18,23 +22,28 @@ mod error;
 mod groups;
 mod ids;
 mod keys;
+mod link_edits;
 mod link_writer;
 mod links;
 mod outbox;
 mod pool;
 mod publishing;
 mod rate_limit;
+mod sql_chunks;
 
-pub use accounts::NewAccount;
-pub use clicks::{CountryCount, DayCount, LinkStats};
+pub use accounts::{AccountRow, NewAccount};
+pub use click_retention::Aged;
+pub use click_stats::{ClickStats, DayCount, StatsScope, TOP_VALUES, ValueCount};
+pub use clicks::Ingested;
 pub use creation::{CreateLink, CreatedLink};
 pub use domains::{DomainOwner, DomainRow};
 pub use error::{Entity, StoreError};
-pub use groups::GroupRow;
+pub use groups::{GroupRow, Owner};
 pub use keys::AuthContext;
 /// The click report's events, as the worker sends them (the contract is `kv-model`'s).
 pub use kv_model::{ClickEvent, Device};
+pub use link_edits::LinkPatch;
 pub use links::{LinkPage, ListedLink};
-pub use pool::{Db, Engine};
+pub use pool::{Db, Engine, PoolUse};
 pub use publishing::OutboxLag;
 pub use rate_limit::{RATE_LIMIT, RateLimitState};

@@ -9,7 +9,7 @@ use crate::creation::{
     Attempt, CreateLink, CreatedLink, Retry, Target, insert_link, record_created,
 };
 use crate::domain::{MatchMode, Micros, ShortCode, generate_short_code, prefix_upper_bound};
-use crate::error::StoreError;
+use crate::error::{Entity, StoreError};
 use crate::pool::{Db, LinkPath};
 use crate::rate_limit::RateLimitState;
 use sqlx::Row;
@@ -34,6 +34,37 @@ pub struct ListedLink {
     pub is_active: bool,
     /// ISO 8601, microseconds, `Z`.
     pub created_at: String,
+    /// When it stops redirecting (ISO 8601 as `created_at`); `None`: never.
+    pub expires_at: Option<String>,
+    /// Whether the edge appends the visitor's query string to the destination.
+    pub forward_query: bool,
+}
+
+/// The columns [`ListedLink::from_row`] reads, for a query over `links l JOIN domains d`.
+pub(crate) const LISTED_COLUMNS: &str = "l.id, l.short_code, l.long_url, d.host, l.group_id, l.is_active, l.created_at, l.expires_at, l.forward_query";
+
+impl ListedLink {
+    /// A link from a row with [`LISTED_COLUMNS`].
+    pub(crate) fn from_row(r: &sqlx::any::AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(ListedLink {
+            id: r.try_get("id")?,
+            short_code: r.try_get("short_code")?,
+            long_url: r.try_get("long_url")?,
+            domain: r.try_get("host")?,
+            group_id: r.try_get("group_id")?,
+            is_active: r.try_get::<i64, _>("is_active")? != 0,
+            created_at: Micros(r.try_get("created_at")?).to_iso8601(),
+            expires_at: r
+                .try_get::<Option<i64>, _>("expires_at")?
+                .map(|t| Micros(t).to_iso8601()),
+            forward_query: r.try_get::<i64, _>("forward_query")? != 0,
+        })
+    }
+
+    /// The URL visitors follow.
+    pub fn short_url(&self) -> String {
+        crate::creation::short_url(&self.domain, &self.short_code)
+    }
 }
 
 /// One page of links and the count of all matches.
@@ -191,10 +222,11 @@ impl Db {
             (2, 3)
         };
         let sql = format!(
-            "SELECT p.id, p.short_code, p.long_url, d.host, p.group_id, p.is_active, p.created_at \
-             FROM (SELECT id, short_code, long_url, domain_id, group_id, is_active, created_at FROM links \
-                   WHERE account_id = $1{condition} ORDER BY created_at DESC, id DESC LIMIT ${lim_i} OFFSET ${off_i}) p \
-             JOIN domains d ON d.id = p.domain_id ORDER BY p.created_at DESC, p.id DESC"
+            "SELECT {LISTED_COLUMNS} \
+             FROM (SELECT id, short_code, long_url, domain_id, group_id, is_active, created_at, expires_at, \
+                          forward_query FROM links \
+                   WHERE account_id = $1{condition} ORDER BY created_at DESC, id DESC LIMIT ${lim_i} OFFSET ${off_i}) l \
+             JOIN domains d ON d.id = l.domain_id ORDER BY l.created_at DESC, l.id DESC"
         );
         let mut q = sqlx::query(&sql).bind(account_id);
         if let Some(v) = value {
@@ -211,18 +243,47 @@ impl Db {
         tx.commit().await?;
         let results = rows
             .iter()
-            .map(|r| {
-                Ok(ListedLink {
-                    id: r.try_get("id")?,
-                    short_code: r.try_get("short_code")?,
-                    long_url: r.try_get("long_url")?,
-                    domain: r.try_get("host")?,
-                    group_id: r.try_get("group_id")?,
-                    is_active: r.try_get::<i64, _>("is_active")? != 0,
-                    created_at: Micros(r.try_get("created_at")?).to_iso8601(),
-                })
-            })
+            .map(ListedLink::from_row)
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         Ok(LinkPage { total, results })
     }
+
+    /// The account a link belongs to (for the operator, who acts on any account's links).
+    pub async fn link_account(&self, link_id: &str) -> Result<String, StoreError> {
+        let row = sqlx::query("SELECT account_id FROM links WHERE id = $1")
+            .bind(link_id)
+            .fetch_optional(&self.read)
+            .await?
+            .ok_or(StoreError::NotFound(Entity::Link))?;
+        Ok(row.try_get("account_id")?)
+    }
+
+    /// One of the account's links; another account's link is [`Entity::Link`] not found, like a missing one.
+    pub async fn get_link(
+        &self,
+        account_id: &str,
+        link_id: &str,
+    ) -> Result<ListedLink, StoreError> {
+        let mut conn = self.read.acquire().await?;
+        get_link_in(&mut conn, account_id, link_id).await
+    }
+}
+
+/// [`Db::get_link`] on a connection or inside a transaction.
+pub(crate) async fn get_link_in(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    link_id: &str,
+) -> Result<ListedLink, StoreError> {
+    let sql = format!(
+        "SELECT {LISTED_COLUMNS} FROM links l JOIN domains d ON d.id = l.domain_id \
+         WHERE l.id = $1 AND l.account_id = $2"
+    );
+    let row = sqlx::query(&sql)
+        .bind(link_id)
+        .bind(account_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Link))?;
+    Ok(ListedLink::from_row(&row)?)
 }

@@ -1,8 +1,11 @@
-//! Opening the database: the connection pools, the per-engine connection settings and migrations, and the one
-//! choice of how new links are committed. This is the only place that looks at the engine.
+//! Opening the database: the connection pools, the per-engine connection settings and migrations, and the
+//! choices of how new links are committed and how large a multi-row statement is. This is the only place that
+//! looks at the engine.
 
+use crate::click_writer::ClickWriter;
 use crate::error::StoreError;
 use crate::link_writer::LinkWriter;
+use crate::sql_chunks::MultiRow;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool, Executor};
@@ -53,7 +56,21 @@ pub struct Db {
     pub(crate) read: AnyPool,
     pub(crate) write: AnyPool,
     pub(crate) link_path: LinkPath,
+    /// How multi-row statements are written ([`crate::sql_chunks`]).
+    pub(crate) multi_row: MultiRow,
+    /// SQLite: click reports are stored by one writer task, several per transaction ([`crate::click_writer`]).
+    /// PostgreSQL: None, each report in a transaction of its own.
+    pub(crate) click_writer: Option<ClickWriter>,
     migrator: &'static Migrator,
+}
+
+/// How many database connections are open, and how many of them wait for work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolUse {
+    /// Open connections.
+    pub open: u32,
+    /// Of those, idle ones.
+    pub idle: u32,
 }
 
 /// How long a request waits for a connection before it gets a 503.
@@ -85,8 +102,33 @@ impl Db {
                         })
                     })
                 };
+                // Anonymous placeholders: see MultiRow.
+                let multi_row = MultiRow {
+                    max_params: 4_096,
+                    anonymous: true,
+                };
                 let url = sqlite_create_if_missing(url);
-                let write = sqlite().max_connections(1).connect(&url).await?;
+                // The writer's page cache is 64 MiB instead of SQLite's 2 MiB: click reports upsert thousands of
+                // counter rows across many links each, and with the small cache those B-tree pages were re-read for
+                // every report (ingestion 16-17k events/s before, 20-22k after, interleaved runs; BENCHMARKS.md).
+                let write = sqlite()
+                    .max_connections(1)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute(
+                                format!(
+                                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                                     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; \
+                                     PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -65536;"
+                                )
+                                .as_str(),
+                            )
+                            .await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(&url)
+                    .await?;
                 let read = sqlite()
                     .max_connections(max_connections.max(1))
                     .connect(&url)
@@ -94,7 +136,9 @@ impl Db {
                 Ok(Self {
                     read,
                     link_path: LinkPath::Batched(LinkWriter::new(write.clone())),
+                    click_writer: Some(ClickWriter::new(write.clone(), multi_row)),
                     write,
+                    multi_row,
                     migrator: &SQLITE_MIGRATIONS,
                 })
             }
@@ -107,6 +151,11 @@ impl Db {
                     read: pool.clone(),
                     write: pool,
                     link_path: LinkPath::Direct,
+                    multi_row: MultiRow {
+                        max_params: 4_096,
+                        anonymous: false,
+                    },
+                    click_writer: None,
                     migrator: &POSTGRES_MIGRATIONS,
                 })
             }
@@ -117,6 +166,19 @@ impl Db {
     pub async fn migrate(&self) -> Result<(), StoreError> {
         self.migrator.run(&self.write).await?;
         Ok(())
+    }
+
+    /// Connections open and idle now, over both pools (PostgreSQL has one pool; SQLite a reader pool and the
+    /// writer's), for the metrics.
+    pub fn pool_use(&self) -> PoolUse {
+        let (open, idle) = (self.read.size(), self.read.num_idle() as u32);
+        match self.link_path {
+            LinkPath::Direct => PoolUse { open, idle },
+            LinkPath::Batched(_) => PoolUse {
+                open: open + self.write.size(),
+                idle: idle + self.write.num_idle() as u32,
+            },
+        }
     }
 
     /// Closes every connection (graceful shutdown).

@@ -198,8 +198,10 @@ impl Db {
         host: &str,
         short_code: &str,
     ) -> Result<Option<LinkRecord>, StoreError> {
+        // A disabled account's links stop at the edge as if paused.
         let row = sqlx::query(
-            "SELECT l.long_url, l.group_id, l.is_active FROM links l JOIN domains d ON d.id = l.domain_id \
+            "SELECT l.long_url, l.group_id, l.is_active, l.expires_at, l.forward_query, a.disabled \
+             FROM links l JOIN domains d ON d.id = l.domain_id JOIN accounts a ON a.id = l.account_id \
              WHERE d.host = $1 AND l.short_code = $2",
         )
         .bind(host.to_ascii_lowercase())
@@ -207,11 +209,19 @@ impl Db {
         .fetch_optional(&self.read)
         .await?;
         row.map(|r| {
-            Ok(LinkRecord::new(
-                r.try_get::<String, _>("long_url")?,
-                r.try_get::<String, _>("group_id")?,
-                r.try_get::<i64, _>("is_active")? != 0,
-            ))
+            let active =
+                r.try_get::<i64, _>("is_active")? != 0 && r.try_get::<i64, _>("disabled")? == 0;
+            Ok(LinkRecord {
+                expires_at: r
+                    .try_get::<Option<i64>, _>("expires_at")?
+                    .map(|t| Micros(t).unix_millis_ceil()),
+                forward_query: r.try_get::<i64, _>("forward_query")? != 0,
+                ..LinkRecord::new(
+                    r.try_get::<String, _>("long_url")?,
+                    r.try_get::<String, _>("group_id")?,
+                    active,
+                )
+            })
         })
         .transpose()
         .map_err(|e: sqlx::Error| e.into())

@@ -22,6 +22,9 @@ impl RateLimitState {
     /// The state at `now` (UNIX µs) for a key that created `used` links in the window, the oldest at `oldest`.
     pub(crate) fn from_window(used: i64, oldest: Option<i64>, now: i64) -> Self {
         let remaining = u32::try_from(i64::from(RATE_LIMIT) - used).unwrap_or(0);
+        // Another origin process may have stamped its creation a moment after our `now` (it read its clock later
+        // but committed first): such a creation counts as made now, so the wait never exceeds the window.
+        let oldest = oldest.map(|t| t.min(now));
         let frees_at = oldest.map(|t| t + WINDOW_MICROS).unwrap_or(now);
         Self {
             limit: RATE_LIMIT,
@@ -90,6 +93,13 @@ mod tests {
             RateLimitState::from_window(130, Some(oldest), NOW).remaining,
             0
         );
+    }
+
+    #[test]
+    fn a_creation_stamped_after_now_by_another_process_waits_one_window_at_most() {
+        let s = RateLimitState::from_window(100, Some(NOW + 700), NOW);
+        assert_eq!(s.retry_after, 3_600);
+        assert_eq!(s.reset_at, (NOW + HOUR) / 1_000_000);
     }
 
     #[test]

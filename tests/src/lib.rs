@@ -6,6 +6,10 @@
 //! it with a deadline, and kills it on drop. KV starts empty; tests seed it through the worker's own
 //! `POST /__shortlink/sync` route. Requests name the domain in the `Host` header, as visitors' browsers do.
 //!
+//! The worker process's output (the worker's structured log lines, workerd's messages) is kept: [`Worker::output`]
+//! and [`Worker::wait_for_log`] read it, and each line is also printed to the test's stderr (shown when a test fails
+//! or with `--nocapture`).
+//!
 //! [`origin`] runs the real origin (`origin-api serve`) next to it, for the propagation tests.
 //!
 //! Prerequisite: `scripts/install-edge-toolchain.sh`.
@@ -15,10 +19,9 @@ pub mod origin;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord};
 use reqwest::header::HeaderMap;
@@ -72,12 +75,30 @@ fn ensure_built() {
     assert!(wasm.exists(), "{} is missing", wasm.display());
 }
 
-/// A running worker: the Miniflare child process and an HTTP client that does not follow redirects.
+/// A running worker: the Miniflare child process, what it has written so far, and an HTTP client that does not
+/// follow redirects.
 pub struct Worker {
     child: Child,
     /// Base URL, e.g. `http://127.0.0.1:40123/`.
     pub url: String,
     client: reqwest::Client,
+    output: Output,
+    /// With `CLICK_QUEUE=1`: where serve-worker.mjs answers what the dead-letter queue received.
+    dead_letters_url: Option<String>,
+}
+
+/// The lines a worker process wrote (stderr, and stdout after the readiness line), in the order they arrived
+/// (filled by reader threads).
+type Output = Arc<Mutex<Vec<String>>>;
+
+/// Reads `stream` line by line into `output` until it closes, echoing each line to the test's stderr.
+fn collect(stream: impl std::io::Read, output: &Output) {
+    for line in BufReader::new(stream).lines().map_while(Result::ok) {
+        eprintln!("[worker] {line}");
+        if let Ok(mut lines) = output.lock() {
+            lines.push(line);
+        }
+    }
 }
 
 /// Options for [`Worker::start_with`].
@@ -135,7 +156,7 @@ impl Worker {
             .env_remove("PORT")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         if let Some(secret) = &options.sync_secret {
             cmd.env("SYNC_SECRET", secret);
         }
@@ -147,13 +168,21 @@ impl Worker {
         }
         let mut child = cmd.spawn().expect("spawn node serve-worker.mjs");
         let stdout = child.stdout.take().expect("piped stdout");
-        // Read the readiness line on a thread, so the wait has a deadline.
+        let stderr = child.stderr.take().expect("piped stderr");
+        let output = Output::default();
+        // Read the readiness line on a thread, so the wait has a deadline; then keep reading, so that a later write
+        // to stdout never meets a closed pipe.
         let (tx, rx) = mpsc::channel();
+        let stdout_output = output.clone();
         std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
             let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = reader.read_line(&mut line);
             let _ = tx.send(line);
+            collect(reader, &stdout_output);
         });
+        let stderr_output = output.clone();
+        std::thread::spawn(move || collect(stderr, &stderr_output));
         let line = match rx.recv_timeout(STARTUP_DEADLINE) {
             Ok(line) => line,
             Err(_) => {
@@ -166,8 +195,11 @@ impl Worker {
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
+                // Give the stderr reader a moment to take what the script said before it exited.
+                std::thread::sleep(Duration::from_millis(200));
+                let said = output.lock().map(|o| o.join("\n")).unwrap_or_default();
                 panic!(
-                    "serve-worker.mjs did not report readiness (got {line:?}); see its stderr above"
+                    "serve-worker.mjs did not report readiness (got {line:?}); its stderr:\n{said}"
                 );
             }
         };
@@ -180,7 +212,72 @@ impl Worker {
             .timeout(Duration::from_secs(30))
             .build()
             .expect("reqwest client");
-        Worker { child, url, client }
+        let dead_letters_url = ready["dead_letters_url"].as_str().map(str::to_owned);
+        Worker {
+            child,
+            url,
+            client,
+            output,
+            dead_letters_url,
+        }
+    }
+
+    /// The click events the dead-letter queue has received so far (`CLICK_QUEUE=1` workers only).
+    pub async fn dead_letters(&self) -> Vec<Value> {
+        let url = self
+            .dead_letters_url
+            .as_deref()
+            .expect("a worker started with CLICK_QUEUE=1");
+        self.client
+            .get(url)
+            .send()
+            .await
+            .expect("GET dead letters")
+            .json()
+            .await
+            .expect("dead letters JSON")
+    }
+
+    /// Every line the worker process has written so far (its log lines, workerd's messages), oldest first.
+    pub fn output(&self) -> Vec<String> {
+        self.output.lock().map(|o| o.clone()).unwrap_or_default()
+    }
+
+    /// The worker's structured log lines so far (`edge-worker/src/log.rs`: JSON objects with an `event`), parsed.
+    pub fn log_events(&self) -> Vec<Value> {
+        self.output()
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
+            .filter(|v| v["event"].is_string())
+            .collect()
+    }
+
+    /// Waits (polling, up to `deadline`) for a log line with `event` for which `matches` holds, and returns it.
+    /// Panics with the output so far when none came: log lines of work done after the response (`wait_until`)
+    /// arrive a little after the response does.
+    pub async fn wait_for_log(
+        &self,
+        event: &str,
+        deadline: Duration,
+        matches: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let start = Instant::now();
+        loop {
+            if let Some(found) = self
+                .log_events()
+                .into_iter()
+                .find(|v| v["event"] == event && matches(v))
+            {
+                return found;
+            }
+            if start.elapsed() > deadline {
+                panic!(
+                    "no {event} log line within {deadline:?}; the worker wrote:\n{}",
+                    self.output().join("\n")
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
     }
 
     /// The HTTP client (no redirects followed).
@@ -313,6 +410,25 @@ impl Drop for Worker {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Polls `check` every 25 ms until it holds; panics with `what` after `deadline`. Returns how long it took.
+pub async fn eventually<F, Fut>(deadline: Duration, what: &str, mut check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if check().await {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < deadline,
+            "{what}: not within {deadline:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
 

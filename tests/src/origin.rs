@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use shared_crypto::GroupKey;
 
 use crate::root;
 
@@ -82,13 +83,20 @@ pub struct Account {
     pub api_key: String,
 }
 
-/// A group created through the admin CLI.
+/// A group created through the admin CLI or the API.
 #[derive(Debug, Clone)]
 pub struct Group {
     /// Group id.
     pub id: String,
     /// Its key, base64url.
     pub key: String,
+}
+
+impl Group {
+    /// Its key, for signing dynamic links.
+    pub fn signing_key(&self) -> GroupKey {
+        GroupKey::from_base64url(&self.key).expect("a valid group key")
+    }
 }
 
 /// A fresh, migrated SQLite database in a temporary directory (removed on drop) with the platform domain
@@ -177,10 +185,7 @@ impl Database {
             "--settings",
             &settings.to_string(),
         ]);
-        Group {
-            id: str_field(&g, "id"),
-            key: str_field(&g, "key"),
-        }
+        group(&g)
     }
 }
 
@@ -337,20 +342,43 @@ pub struct Api {
 }
 
 impl Api {
-    /// `POST /api/v1/external/links/create-link` with `body`; panics unless 201; returns the created link.
-    pub async fn create_link(&self, body: Value) -> Value {
-        let resp = self
+    /// `method` on `/api/v1/external/{path}` as the account, with `body` as JSON when given; panics unless the
+    /// answer is `expect`. Returns the JSON body (`null` when there is none, as for a 204).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        expect: u16,
+    ) -> Value {
+        let mut req = self
             .client
-            .post(format!("{}/api/v1/external/links/create-link", self.base))
-            .header("Authorization", format!("Token {}", self.api_key))
-            .json(&body)
+            .request(
+                method.clone(),
+                format!("{}/api/v1/external/{path}", self.base),
+            )
+            .header("Authorization", format!("Token {}", self.api_key));
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let resp = req
             .send()
             .await
-            .expect("create-link request");
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = resp.status().as_u16();
-        let text = resp.text().await.expect("create-link body");
-        assert_eq!(status, 201, "create-link {body}: {text}");
-        serde_json::from_str(&text).expect("create-link JSON")
+        let text = resp.text().await.expect("response body");
+        assert_eq!(status, expect, "{method} {path} {body:?}: {text}");
+        if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{method} {path}: {e}: {text}"))
+        }
+    }
+
+    /// `POST links/create-link` with `body`; panics unless 201; returns the created link.
+    pub async fn create_link(&self, body: Value) -> Value {
+        self.call(reqwest::Method::POST, "links/create-link", Some(&body), 201)
+            .await
     }
 
     /// A link to `long_url` in `group_id` (the default group when `None`).
@@ -359,19 +387,79 @@ impl Api {
             .await
     }
 
-    /// `GET /api/v1/external/links/{id}/stats`; panics unless 200.
+    /// `PATCH links/{id}` with `changes`; panics unless 200; returns the link as it now is.
+    pub async fn patch_link(&self, link_id: &str, changes: Value) -> Value {
+        self.call(
+            reqwest::Method::PATCH,
+            &format!("links/{link_id}"),
+            Some(&changes),
+            200,
+        )
+        .await
+    }
+
+    /// `DELETE links/{id}`; panics unless 204.
+    pub async fn delete_link(&self, link_id: &str) {
+        self.call(
+            reqwest::Method::DELETE,
+            &format!("links/{link_id}"),
+            None,
+            204,
+        )
+        .await;
+    }
+
+    /// `GET links/{id}/stats`; panics unless 200.
     pub async fn stats(&self, link_id: &str) -> Value {
-        let resp = self
-            .client
-            .get(format!(
-                "{}/api/v1/external/links/{link_id}/stats",
-                self.base
-            ))
-            .header("Authorization", format!("Token {}", self.api_key))
-            .send()
-            .await
-            .expect("stats request");
-        assert_eq!(resp.status().as_u16(), 200, "stats of {link_id}");
-        resp.json().await.expect("stats JSON")
+        self.call(
+            reqwest::Method::GET,
+            &format!("links/{link_id}/stats"),
+            None,
+            200,
+        )
+        .await
+    }
+
+    /// `POST groups` (name and settings); panics unless 201; returns the group with its key.
+    pub async fn create_group(&self, name: &str, settings: Value) -> Group {
+        let body = json!({"name": name, "settings": settings});
+        group(
+            &self
+                .call(reqwest::Method::POST, "groups", Some(&body), 201)
+                .await,
+        )
+    }
+
+    /// `POST groups/{id}/rotate-key`; panics unless 200; returns the group with its new key.
+    pub async fn rotate_key(&self, group_id: &str) -> Group {
+        group(
+            &self
+                .call(
+                    reqwest::Method::POST,
+                    &format!("groups/{group_id}/rotate-key"),
+                    None,
+                    200,
+                )
+                .await,
+        )
+    }
+
+    /// `DELETE groups/{id}`; panics unless 204.
+    pub async fn delete_group(&self, group_id: &str) {
+        self.call(
+            reqwest::Method::DELETE,
+            &format!("groups/{group_id}"),
+            None,
+            204,
+        )
+        .await;
+    }
+}
+
+/// A group as the admin CLI and the API print it.
+fn group(v: &Value) -> Group {
+    Group {
+        id: str_field(v, "id"),
+        key: str_field(v, "key"),
     }
 }

@@ -6,13 +6,24 @@
 //   node tests/support/serve-worker.mjs [--floor] [--stop-on-eof]
 //
 // Environment: PORT (default 0: any free port), SYNC_SECRET, DEFAULT_FALLBACK_URL, ISOLATE_CACHE_TTL_SECONDS,
-// ORIGIN_URL and ORIGIN_SECRET (override wrangler.toml's values; unset ones keep them). --floor serves a JavaScript
+// ORIGIN_URL and ORIGIN_SECRET (override wrangler.toml's values; unset ones keep them).
+// EDGE_BUILD_DIR serves another build of the worker (default edge-worker/build; the benchmark's baseline).
+// CLICK_QUEUE=1 gives the worker the click queue as wrangler.toml's staging and production environments do (the
+// CLICK_QUEUE and CLICK_DEAD_LETTERS producers, the worker consuming the first), with a 1-second retry delay
+// instead of minutes; a second, test-only worker consumes the dead-letter queue and keeps what it received, which
+// a small HTTP server here answers as a JSON array at `dead_letters_url` in the readiness line. --floor serves a JavaScript
 // worker that answers every request with a fixed
 // 302: the benchmark's baseline for what workerd itself costs.
 //
 // Miniflare is used directly, not `wrangler dev`, because wrangler's dev proxy halves throughput. Requests keep
 // their Host header, which names the domain. `request.cf` has no country or bot score unless a request sends an
 // `MF-CF-Blob` header (workerd's way to inject `cf`), so the worker's CF-IPCountry fallback is what tests see.
+//
+// The worker's console output (its structured log lines, edge-worker/src/log.rs) and workerd's own messages go to
+// stderr, line by line and unchanged: stdout carries only the readiness line, so the harness can read the two apart
+// (tests/src/lib.rs keeps stderr to check what the worker logged).
+import { createServer } from "node:http";
+import { createInterface } from "node:readline";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Log, LogLevel, Miniflare } from "miniflare";
@@ -40,22 +51,74 @@ const script = floor
       script:
         'export default { fetch() { return new Response(null, { status: 302, headers: { Location: "https://example.com/", "Cache-Control": "private, no-store, max-age=0" } }); } };',
     }
-  : { modules: true, scriptPath: join(root, "edge-worker/build/index.js") };
+  : { modules: true, scriptPath: resolve(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build", "index.js") };
+
+const clickQueue = !floor && process.env.CLICK_QUEUE === "1";
+const edge = { ...workerOptions, ...script, rootPath: root, bindings };
+// Queue names as in wrangler.toml's environments (there per environment: shortlink-clicks-staging, …).
+const queues = clickQueue
+  ? {
+      queueProducers: {
+        CLICK_QUEUE: { queueName: "shortlink-clicks" },
+        CLICK_DEAD_LETTERS: { queueName: "shortlink-clicks-dead" },
+      },
+      queueConsumers: {
+        "shortlink-clicks": {
+          maxBatchSize: 100,
+          maxBatchTimeout: 1,
+          maxRetries: 100,
+          retryDelay: 1,
+          deadLetterQueue: "shortlink-clicks-dead",
+        },
+      },
+    }
+  : {};
+// The dead-letter queue's test consumer: keeps every message (a click event's JSON text), answers them all on fetch.
+const deadLetterProbe = {
+  name: "dead-letter-probe",
+  modules: true,
+  script: `const received = [];
+export default {
+  async queue(batch) { for (const m of batch.messages) received.push(JSON.parse(m.body)); batch.ackAll(); },
+  async fetch() { return Response.json(received); },
+};`,
+  queueConsumers: { "shortlink-clicks-dead": { maxBatchSize: 100, maxBatchTimeout: 1 } },
+};
+const workers = clickQueue
+  ? { workers: [{ ...edge, ...queues, name: "edge" }, deadLetterProbe] }
+  : edge;
 
 const mf = new Miniflare({
-  ...workerOptions,
-  ...script,
-  rootPath: root,
-  bindings,
+  ...workers,
   host: "127.0.0.1",
   port,
   // No country or bot score by default; see the header comment.
   cf: { colo: "LCL", httpProtocol: "HTTP/1.1" },
   log: new Log(LogLevel.WARN),
+  // Instead of Miniflare's default (workerd's stdout to ours, stderr coloured red): both to stderr, as they are.
+  handleRuntimeStdio(stdout, stderr) {
+    for (const stream of [stdout, stderr]) {
+      createInterface({ input: stream, crlfDelay: Infinity }).on("line", (line) => {
+        process.stderr.write(line + "\n");
+      });
+    }
+  },
 });
 
 const url = await mf.ready;
-process.stdout.write(JSON.stringify({ url: url.href }) + "\n");
+const ready = { url: url.href };
+if (clickQueue) {
+  const probe = await mf.getWorker("dead-letter-probe");
+  const server = createServer(async (_req, res) => {
+    const answer = await probe.fetch("http://dead-letter-probe/");
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(await answer.text());
+  });
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  server.unref();
+  ready.dead_letters_url = `http://127.0.0.1:${server.address().port}/`;
+}
+process.stdout.write(JSON.stringify(ready) + "\n");
 
 let stopping = false;
 async function stop() {

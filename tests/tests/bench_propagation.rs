@@ -4,13 +4,15 @@
 //!    key and hour), the worker without `ORIGIN_URL` (only the publisher can make a link work) and without an
 //!    isolate cache (each probe reads KV). `/healthz` is sampled every 100 ms; every 10th link is probed every 5 ms
 //!    from its `201` until the edge redirects it.
-//! 2. KV-miss fallback: 100 links created one at a time against an origin without a publisher, the worker with
+//! 2. Pause: on the same origin and worker, after the run, 50 of the probed links paused one at a time
+//!    (`PATCH is_active=false`); the time from each `200` to the edge's first fallback, through the publisher.
+//! 3. KV-miss fallback: 100 links created one at a time against an origin without a publisher, the worker with
 //!    `ORIGIN_URL`; the time from each `201` to the edge's first redirect, and of a second visit (served from KV).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use e2e::origin::{Account, Database, HOST, Origin, OriginOptions, free_port};
+use e2e::origin::{Account, Database, HOST, HOST_FALLBACK, Origin, OriginOptions, free_port};
 use e2e::{Options, Worker};
 use serde_json::json;
 use tokio::sync::Mutex;
@@ -19,6 +21,7 @@ const RATE_PER_SECOND: u64 = 100;
 const SECONDS: u64 = 20;
 const PROBE_EVERY: usize = 10;
 const FALLBACK_LINKS: usize = 100;
+const PAUSED_LINKS: usize = 50;
 
 fn worker(port: Option<u16>, env: &[(&str, &str)]) -> Arc<Worker> {
     let mut vars: Vec<(String, String)> = env
@@ -123,14 +126,20 @@ async fn bench_propagation() {
                 );
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            Some(created.elapsed())
+            Some((
+                created.elapsed(),
+                i,
+                link["id"].as_str().unwrap_or_default().to_owned(),
+                path,
+            ))
         });
     }
     let sent_in = started.elapsed();
-    let mut delays = Vec::new();
+    let (mut delays, mut probed) = (Vec::new(), Vec::new());
     while let Some(r) = tasks.join_next().await {
-        if let Some(d) = r.expect("probe task") {
+        if let Some((d, i, id, path)) = r.expect("probe task") {
             delays.push(d);
+            probed.push((i, id, path));
         }
     }
     // Every probe has seen its link; the rest of the outbox drains after at most this long.
@@ -143,10 +152,29 @@ async fn bench_propagation() {
     let (max_pending, max_age) = *samples.lock().await;
     let health = origin.healthz().await;
     let lag = sorted_ms(&delays);
+
+    // ---- 2. Pause → the edge's first fallback, through the publisher ---------------------------------------
+    let mut paused = Vec::new();
+    for (i, id, path) in probed.iter().take(PAUSED_LINKS) {
+        // Link i was created with key i mod n; only its own account may change it.
+        apis[i % apis.len()]
+            .patch_link(id, json!({"is_active": false}))
+            .await;
+        let patched = Instant::now();
+        while !redirects(&w, path, HOST_FALLBACK).await {
+            assert!(
+                patched.elapsed() < Duration::from_secs(30),
+                "{path} never paused"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        paused.push(patched.elapsed());
+    }
+    let paused = sorted_ms(&paused);
     drop(w);
     drop(origin);
 
-    // ---- 2. KV-miss fallback ----------------------------------------------------------------------------------
+    // ---- 3. KV-miss fallback ----------------------------------------------------------------------------------
     let db2 = Database::new();
     let account = db2.account("fallback@example.com");
     let origin = Origin::start(&db2, OriginOptions::default()).await;
@@ -196,6 +224,13 @@ async fn bench_propagation() {
         percentile(&lag, 50.0),
         percentile(&lag, 99.0),
         lag.last().copied().unwrap_or(f64::NAN)
+    );
+    println!(
+        "| PATCH is_active=false (200) → first edge fallback, publisher only (KV) | {} | {:.0} ms | {:.0} ms | {:.0} ms |",
+        paused.len(),
+        percentile(&paused, 50.0),
+        percentile(&paused, 99.0),
+        paused.last().copied().unwrap_or(f64::NAN)
     );
     println!(
         "| 201 → first edge redirect, KV-miss fallback (ORIGIN_URL) | {} | {:.1} ms | {:.1} ms | {:.1} ms |",

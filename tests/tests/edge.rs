@@ -5,6 +5,7 @@ use e2e::{
     BROWSER_UA, DEFAULT_FALLBACK, Options, SYNC_SECRET, Worker, domain, dynamic_path, group, link,
     token,
 };
+use kv_model::LinkRecord;
 use reqwest::Method;
 use serde_json::json;
 use shared_crypto::{GroupKey, Payload};
@@ -22,6 +23,13 @@ fn s(v: &str) -> String {
     v.to_owned()
 }
 
+/// The time since the UNIX epoch.
+fn now() -> std::time::Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+}
+
 /// A worker with `go.example.com` enabled (own fallback), one plain group and a blocklist.
 async fn seeded() -> Worker {
     let w = Worker::start();
@@ -37,9 +45,17 @@ async fn seeded() -> Worker {
     w
 }
 
+/// KV value of an active link in [`GROUP`] to `long_url`, with `edit` applied to the record.
+fn link_with(long_url: &str, edit: impl FnOnce(&mut LinkRecord)) -> serde_json::Value {
+    let mut record = LinkRecord::new(long_url, GROUP, true);
+    edit(&mut record);
+    serde_json::to_value(record).expect("serialize")
+}
+
 #[tokio::test]
 async fn persistent_links_and_fallbacks() {
     let w = seeded().await;
+    let now_ms = i64::try_from(now().as_millis()).expect("milliseconds fit");
     w.sync(
         vec![
             (
@@ -65,6 +81,28 @@ async fn persistent_links_and_fallbacks() {
             ),
             (s("domain:bare.example.com"), domain(true, None)),
             (
+                format!("link:{HOST}:expired"),
+                link_with("https://dest.example/expired", |l| {
+                    l.expires_at = Some(now_ms - 1);
+                }),
+            ),
+            (
+                format!("link:{HOST}:expiring"),
+                link_with("https://dest.example/expiring", |l| {
+                    l.expires_at = Some(now_ms + 3_600_000);
+                }),
+            ),
+            (
+                format!("link:{HOST}:verbatim"),
+                link_with("https://dest.example/verbatim?x=1", |l| {
+                    l.forward_query = false;
+                }),
+            ),
+            (
+                format!("link:{HOST}:evil"),
+                link("https://www.evil.example/landing", GROUP, true),
+            ),
+            (
                 s("link:off.example.com:old"),
                 link("https://dest.example/old", GROUP, true),
             ),
@@ -83,12 +121,19 @@ async fn persistent_links_and_fallbacks() {
     assert_eq!(v.header("x-robots-tag"), None);
     assert!(v.body.is_empty());
 
-    // Short codes and hosts are matched case-insensitively; the query is not part of the code.
+    // Short codes and hosts are matched case-insensitively; the query is not part of the code, and is forwarded
+    // unless the link says not to (the destination's own parameters win a clash).
     for (host, path, want) in [
         (
             "GO.Example.COM",
-            "/PROMO?utm=1",
-            "https://dest.example/landing?x=1",
+            "/PROMO?utm=1&x=2",
+            "https://dest.example/landing?x=1&utm=1",
+        ),
+        (HOST, "/verbatim?utm=1", "https://dest.example/verbatim?x=1"),
+        (
+            HOST,
+            "/expiring?utm=1",
+            "https://dest.example/expiring?utm=1",
         ),
         (
             "go.example.com:8787",
@@ -103,10 +148,12 @@ async fn persistent_links_and_fallbacks() {
     let head = w.send(Method::HEAD, HOST, "/promo", &[]).await;
     head.assert_redirect("https://dest.example/landing?x=1");
 
-    // Paused, unknown, `/`, non-link paths, an unknown record version and an unparsable record: the domain's
-    // fallback, marked noindex.
+    // Paused, expired, blocklisted (the seeded blocklist has `evil.example`), unknown, `/`, non-link paths, an
+    // unknown record version and an unparsable record: the domain's fallback, marked noindex.
     for path in [
         "/paused",
+        "/expired",
+        "/evil",
         "/nope",
         "/",
         "/favicon.ico",
@@ -169,10 +216,7 @@ async fn dynamic_links_follow_spec_4_5() {
         vec![],
     )
     .await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs() as i64;
+    let now = now().as_secs() as i64;
 
     // Valid: http upgraded, back_param appended with the right separator, before the fragment.
     let mut p = Payload::new("http://dest.example/landing?x=1#top");

@@ -3,38 +3,26 @@
 //! is lost when the worker is down or the origin is killed mid-publish, a KV miss is answered by the origin, and
 //! clicks flow back into the link statistics.
 
-use std::future::{Future, IntoFuture};
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use e2e::origin::{Account, Database, HOST, HOST_FALLBACK, INTERNAL_SECRET, Origin, OriginOptions};
-use e2e::{BROWSER_UA, DEFAULT_FALLBACK, Options, Worker, dynamic_path, token};
+use e2e::{BROWSER_UA, DEFAULT_FALLBACK, Options, Worker, dynamic_path, eventually, token};
 use reqwest::Method;
 use serde_json::{Value, json};
-use shared_crypto::{GroupKey, Payload};
+use shared_crypto::Payload;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 /// Isolate cache TTL of the test workers: group deletions must reach visitors within this (plus publishing).
 const CACHE_TTL_SECONDS: u64 = 2;
 
-/// Polls `check` every 25 ms until it holds; panics with `what` after `deadline`. Returns how long it took.
-async fn eventually<F, Fut>(deadline: Duration, what: &str, mut check: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let start = Instant::now();
-    loop {
-        if check().await {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < deadline,
-            "{what}: not within {deadline:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
+/// How long a change at the origin may take to change what visitors get at the edge: the publisher's round, plus
+/// the isolate cache TTL (the sync route evicts what it writes from the isolate it reaches, not from others).
+/// Production adds KV's own propagation (README "Caching"), which local KV does not have.
+const PROPAGATION: Duration = Duration::from_secs(CACHE_TTL_SECONDS + 3);
 
 /// A worker on `port` (or any free one) with the test cache TTL, asking `origin` on KV misses when given.
 fn worker(port: Option<u16>, origin: Option<&str>, cache_ttl_seconds: u64) -> Worker {
@@ -65,8 +53,6 @@ async fn redirects(w: &Worker, path: &str, location: &str) -> bool {
     v.status == 302 && v.header("location") == Some(location)
 }
 
-/// Polls until every `(path, long_url)` redirects at the edge (each sweep visits only those that did not yet);
-/// panics after `deadline`. Returns how long it took.
 /// An origin on `db` whose publisher writes to the worker's sync route on `worker_port`.
 async fn origin_publishing_to(db: &Database, worker_port: u16) -> Origin {
     Origin::start(
@@ -87,6 +73,8 @@ async fn outbox_drained(origin: &Origin) {
     .await;
 }
 
+/// Polls until every `(path, long_url)` redirects at the edge (each sweep visits only those that did not yet);
+/// panics after `deadline`. Returns how long it took.
 async fn all_redirect(
     w: &Worker,
     links: impl IntoIterator<Item = (String, String)>,
@@ -120,6 +108,18 @@ fn code(link: &Value) -> String {
     format!("/{}", link["short_code"].as_str().expect("short_code"))
 }
 
+fn id(link: &Value) -> String {
+    link["id"].as_str().expect("id").to_owned()
+}
+
+/// Polls until a browser's `GET path` is sent to `location`, within [`PROPAGATION`]; logs and returns how long
+/// it took.
+async fn propagates(w: &Worker, path: &str, location: &str, what: &str) -> Duration {
+    let took = eventually(PROPAGATION, what, || redirects(w, path, location)).await;
+    eprintln!("{what}: at the edge after {took:?}");
+    took
+}
+
 /// The origin (publisher and KV-miss endpoint) and the worker (asking it on KV misses), running together.
 struct Stack {
     worker: Worker,
@@ -131,9 +131,27 @@ struct Stack {
 async fn stack() -> Stack {
     let db = Database::new();
     let account = db.account("owner@example.com");
-    let worker_port = e2e::origin::free_port();
-    let origin = origin_publishing_to(&db, worker_port).await;
-    let worker = worker(Some(worker_port), Some(&origin.url), CACHE_TTL_SECONDS);
+    // The worker first, then the origin: a publisher started before the worker accepts requests backs off
+    // (100 ms doubling), and on a loaded machine, where workerd takes seconds to start, its next attempt could come
+    // after a test's deadline. The worker is told the origin's port in advance; it asks nothing before a visit.
+    let origin_port = e2e::origin::free_port();
+    // Both ports are free now but not yet taken: make sure they differ.
+    let worker_port = std::iter::repeat_with(e2e::origin::free_port)
+        .find(|p| *p != origin_port)
+        .expect("a second free port");
+    let worker = worker(
+        Some(worker_port),
+        Some(&format!("http://127.0.0.1:{origin_port}")),
+        CACHE_TTL_SECONDS,
+    );
+    let origin = Origin::start(
+        &db,
+        OriginOptions {
+            port: Some(origin_port),
+            edge_sync_url: Some(sync_url(worker_port)),
+        },
+    )
+    .await;
     Stack {
         worker,
         origin,
@@ -340,7 +358,7 @@ async fn a_link_in_a_group_kv_lacks_gets_the_group_rules_from_the_first_visit() 
 async fn group_settings_and_deletion_reach_the_edge() {
     let s = stack().await;
     let group = s.db.group(&s.account, "campaign", json!({}));
-    let key = GroupKey::from_base64url(&group.key).expect("group key");
+    let key = group.signing_key();
     let path = dynamic_path(
         &group.id,
         &token(&key, &Payload::new("https://dest.example/dyn")),
@@ -363,7 +381,7 @@ async fn group_settings_and_deletion_reach_the_edge() {
         r#"{"access":{"block_countries":["DE"],"fallback_url":"https://blocked.example/"}}"#,
     ]);
     let took = eventually(
-        Duration::from_secs(CACHE_TTL_SECONDS + 3),
+        PROPAGATION,
         "a settings update reaches the edge",
         || async {
             let v = s.worker.visit(HOST, &path, &[("CF-IPCountry", "DE")]).await;
@@ -379,13 +397,13 @@ async fn group_settings_and_deletion_reach_the_edge() {
 
     // Deleting the group kills its key: its dynamic links fall back within the cache TTL.
     s.db.admin(&["admin", "group", "delete", "--id", &group.id]);
-    let took = eventually(
-        Duration::from_secs(CACHE_TTL_SECONDS + 3),
+    propagates(
+        &s.worker,
+        &path,
+        HOST_FALLBACK,
         "a deleted group's dynamic link falls back",
-        || redirects(&s.worker, &path, HOST_FALLBACK),
     )
     .await;
-    eprintln!("group deletion at the edge after {took:?}");
 }
 
 #[tokio::test]
@@ -537,10 +555,10 @@ async fn clicks_flow_back_into_link_stats() {
         .link("https://dest.example/tracked", Some(&tracked.id))
         .await;
     let untracked = api.link("https://dest.example/untracked", None).await;
-    let (path, id) = (code(&link), link["id"].as_str().expect("id").to_owned());
+    let (path, id) = (code(&link), id(&link));
     // The group's record must be at the edge first: a link answered by the origin on a KV miss before its group
     // arrived has no group rules (hence no analytics) until then. A dynamic link of the group shows it is there.
-    let key = GroupKey::from_base64url(&tracked.key).expect("group key");
+    let key = tracked.signing_key();
     let dynamic = dynamic_path(
         &tracked.id,
         &token(&key, &Payload::new("https://dest.example/d")),
@@ -639,4 +657,204 @@ async fn clicks_flow_back_into_link_stats() {
         || async { api.stats(&id).await["total"] == 2 },
     )
     .await;
+}
+
+// Issue 12 at the edge: every change the management API or the operator makes to a live link or group changes
+// what visitors get, through the publisher, within PROPAGATION.
+
+/// A stack with links to `long_urls` created through the API, each already published to KV (not just answered by
+/// the origin on a KV miss: a provisional copy the worker writes back could land after a later change, README
+/// "KV-miss fallback", which is not what these tests are about) and redirecting. Returns the links.
+async fn stack_with_links(long_urls: &[&str]) -> (Stack, Vec<Value>) {
+    let s = stack().await;
+    let api = s.origin.api(&s.account);
+    let mut links = Vec::new();
+    for long_url in long_urls {
+        links.push(api.link(long_url, None).await);
+    }
+    outbox_drained(&s.origin).await;
+    for (link, long_url) in links.iter().zip(long_urls) {
+        s.worker
+            .visit(HOST, &code(link), &[])
+            .await
+            .assert_destination(long_url);
+    }
+    (s, links)
+}
+
+#[tokio::test]
+async fn pausing_resuming_editing_and_deleting_a_link_reach_the_edge() {
+    let (s, links) = stack_with_links(&["https://dest.example/life"]).await;
+    let api = s.origin.api(&s.account);
+    let (path, link_id) = (code(&links[0]), id(&links[0]));
+    for (changes, location, what) in [
+        (
+            json!({"is_active": false}),
+            HOST_FALLBACK,
+            "a paused link falls back",
+        ),
+        (
+            json!({"is_active": true}),
+            "https://dest.example/life",
+            "a resumed link redirects",
+        ),
+        (
+            json!({"long_url": "https://dest.example/moved"}),
+            "https://dest.example/moved",
+            "a new destination",
+        ),
+    ] {
+        api.patch_link(&link_id, changes).await;
+        propagates(&s.worker, &path, location, what).await;
+    }
+    api.delete_link(&link_id).await;
+    propagates(&s.worker, &path, HOST_FALLBACK, "a deleted link falls back").await;
+}
+
+#[tokio::test]
+async fn a_link_falls_back_at_its_expiry_and_not_before() {
+    let (s, links) = stack_with_links(&["https://dest.example/expiring"]).await;
+    let (path, link_id) = (code(&links[0]), id(&links[0]));
+    // A few whole seconds ahead: the origin refuses an expiry in the past, and whole seconds survive the
+    // origin's microseconds and KV's milliseconds exactly, so "not before" below is exact.
+    let expires_at = (OffsetDateTime::now_utc() + time::Duration::seconds(3))
+        .replace_nanosecond(0)
+        .expect("zero nanoseconds");
+    let rfc3339 = expires_at.format(&Rfc3339).expect("format RFC 3339");
+    s.origin
+        .api(&s.account)
+        .patch_link(&link_id, json!({"expires_at": rfc3339}))
+        .await;
+    let deadline = expires_at + PROPAGATION;
+    loop {
+        let v = s.worker.visit(HOST, &path, &[]).await;
+        // Read after the answer: the worker decided before this instant.
+        let now = OffsetDateTime::now_utc();
+        if v.header("location") == Some(HOST_FALLBACK) {
+            assert!(now >= expires_at, "fell back at {now}, before {expires_at}");
+            eprintln!(
+                "expired link at the edge {} after its expiry",
+                now - expires_at
+            );
+            break;
+        }
+        v.assert_destination("https://dest.example/expiring");
+        assert!(
+            now < deadline,
+            "still redirecting at {now}, expiry {expires_at}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_visitor_query_is_forwarded_on_persistent_links_only() {
+    let (s, links) = stack_with_links(&["https://dest.example/fq?id=5#top"]).await;
+    let api = s.origin.api(&s.account);
+    let path = code(&links[0]);
+    for (query, location) in [
+        ("", "https://dest.example/fq?id=5#top"),
+        ("?utm=x", "https://dest.example/fq?id=5&utm=x#top"),
+        // The destination's own parameter wins a clash.
+        ("?id=6&utm=x", "https://dest.example/fq?id=5&utm=x#top"),
+    ] {
+        s.worker
+            .visit(HOST, &format!("{path}{query}"), &[])
+            .await
+            .assert_destination(location);
+    }
+    api.patch_link(&id(&links[0]), json!({"forward_query": false}))
+        .await;
+    propagates(
+        &s.worker,
+        &format!("{path}?utm=x"),
+        "https://dest.example/fq?id=5#top",
+        "forward_query: false",
+    )
+    .await;
+
+    // A dynamic link's destination is the client's, signed with its back_param: the visitor's query is not
+    // added to it.
+    let group = api.create_group("signed", json!({})).await;
+    let mut payload = Payload::new("https://dest.example/dyn?id=5");
+    payload.back_param = Some("ref=mail".to_owned());
+    let dynamic = dynamic_path(&group.id, &token(&group.signing_key(), &payload));
+    outbox_drained(&s.origin).await;
+    s.worker
+        .visit(HOST, &format!("{dynamic}&utm=x&id=6"), &[])
+        .await
+        .assert_destination("https://dest.example/dyn?id=5&ref=mail");
+}
+
+#[tokio::test]
+async fn rotated_and_deleted_group_keys_stop_their_tokens_at_the_edge() {
+    let s = stack().await;
+    let api = s.origin.api(&s.account);
+    let group = api.create_group("rotating", json!({})).await;
+    let member = api
+        .link("https://dest.example/member", Some(&group.id))
+        .await;
+    let signed = |group: &e2e::origin::Group, url: &str| {
+        dynamic_path(&group.id, &token(&group.signing_key(), &Payload::new(url)))
+    };
+    let old = signed(&group, "https://dest.example/old-key");
+    // Published before the first visit, which would otherwise cache the group's absence for the cache TTL.
+    outbox_drained(&s.origin).await;
+    s.worker
+        .visit(HOST, &old, &[])
+        .await
+        .assert_destination("https://dest.example/old-key");
+
+    let rotated = api.rotate_key(&group.id).await;
+    assert_ne!(rotated.key, group.key);
+    propagates(
+        &s.worker,
+        &old,
+        HOST_FALLBACK,
+        "a token under the old key falls back",
+    )
+    .await;
+    let new = signed(&rotated, "https://dest.example/new-key");
+    s.worker
+        .visit(HOST, &new, &[])
+        .await
+        .assert_destination("https://dest.example/new-key");
+
+    api.delete_group(&group.id).await;
+    propagates(
+        &s.worker,
+        &new,
+        HOST_FALLBACK,
+        "a deleted group's token falls back",
+    )
+    .await;
+    // The group's persistent links moved to the default group: they keep working.
+    s.worker
+        .visit(HOST, &code(&member), &[])
+        .await
+        .assert_destination("https://dest.example/member");
+}
+
+#[tokio::test]
+async fn a_blocklisted_domain_stops_existing_persistent_links() {
+    let long_urls = [
+        "https://shady.example/a",
+        "https://www.shady.example/b",
+        "https://fine.example/c",
+    ];
+    let (s, links) = stack_with_links(&long_urls).await;
+    s.db.admin(&["admin", "blocklist", "add", "--domain", "shady.example"]);
+    for link in &links[..2] {
+        propagates(
+            &s.worker,
+            &code(link),
+            HOST_FALLBACK,
+            "a link to a blocked domain falls back",
+        )
+        .await;
+    }
+    s.worker
+        .visit(HOST, &code(&links[2]), &[])
+        .await
+        .assert_destination("https://fine.example/c");
 }

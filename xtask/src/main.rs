@@ -192,6 +192,8 @@ fn test() -> Result {
     if root().join("scripts/edge-test.sh").exists() {
         run(Command::new("bash").arg("scripts/edge-test.sh"))?;
     }
+    // `wrangler deploy --dry-run` of every environment, offline, and the worker's size (on the build above).
+    run(Command::new("bash").arg("scripts/check-deploy.sh"))?;
     eprintln!("xtask: all tests passed");
     Ok(())
 }
@@ -375,10 +377,16 @@ Shortlink is running.
   group key {group_key}
 
 Try:
-  curl -s -X POST http://{origin_addr}/api/v1/external/links/create-link \
+  link=$(curl -s -X POST http://{origin_addr}/api/v1/external/links/create-link \
        -H 'Authorization: Token {key}' -H 'Content-Type: application/json' \
-       -d '{{"long_url": "https://www.rust-lang.org/", "short_code": "rust", "group_id": "{group_id}"}}'
+       -d '{{"long_url": "https://www.rust-lang.org/", "short_code": "rust", "group_id": "{group_id}"}}' \
+       | tee /dev/stderr | sed -E 's/.*"id":"([^"]+)".*/\1/')
   curl -si http://{edge_addr}/rust -H 'Host: {DEMO_DOMAIN}' -A 'Mozilla/5.0'      # 302 to the destination
+  curl -s -X PATCH http://{origin_addr}/api/v1/external/links/$link \
+       -H 'Authorization: Token {key}' -H 'Content-Type: application/json' \
+       -d '{{"is_active": false}}'                # paused: within a second the edge sends visitors to the fallback
+  curl -s -X DELETE http://{origin_addr}/api/v1/external/links/$link \
+       -H 'Authorization: Token {key}' -w '%{{http_code}}\n'                      # 204: gone, "rust" is free again
   curl -s 'http://{origin_addr}/api/v1/external/links?limit=5' -H 'Authorization: Token {key}'
   url=$(cargo run -q -p shortlink -- sign --group-key {group_key} --group-id {group_id} \
        --domain {DEMO_DOMAIN} --destination https://example.com/hello --expires-in 1h)

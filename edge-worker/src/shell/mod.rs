@@ -1,7 +1,11 @@
 //! The Workers entry point (wasm32 only): reads the request, asks [`records`] for the KV records the route
 //! needs, calls the plain decision code, and copies the resulting [`Reply`] into a `Response`. Nothing here decides
-//! where a visitor goes; the isolate's records, the origin calls and the sync route are the other files here.
+//! where a visitor goes; the isolate's records, the origin calls and the sync route are the other files here. Each of
+//! them writes a [`crate::log`] line through [`emit`] for every failure it absorbs. The click queue's consumer (the
+//! `queue` entry point) is in `click_queue`.
 
+mod click_queue;
+mod fast;
 mod origin_io;
 mod records;
 mod sync_route;
@@ -12,16 +16,26 @@ use std::rc::Rc;
 use futures_util::future::join;
 use kv_model::GroupSettings;
 use wasm_bindgen::JsValue;
-use worker::{Context, Env, Headers, Method, Request, Response, event};
+use worker::{Context, Env, Headers, Method, Request, Response};
 
 use crate::analytics;
 use crate::config;
-use crate::decision::{self, Decision, Outcome};
+use crate::decision::{self, Decision, Group, Outcome};
+use crate::log::{Level, Line};
 use crate::origin::Origin;
 use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
 use crate::visitor::Visitor;
 use records::Records;
+
+/// Writes a log line to the Workers console: one `console.error`/`console.warn` call with the JSON text, which
+/// Workers Logs stores as a structured event and `wrangler tail` shows.
+fn emit(line: Line) {
+    match line.level {
+        Level::Warn => worker::console_warn!("{}", line.text),
+        Level::Error => worker::console_error!("{}", line.text),
+    }
+}
 
 /// Settings read from the environment once per isolate: `[vars]` cannot change without a new deployment, which
 /// starts new isolates, and every read is a call out of wasm.
@@ -59,17 +73,47 @@ fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
     })
 }
 
-/// The Workers fetch handler. Every visitor request ends in a redirect, an interstitial, a 404 when no fallback
-/// is configured at all, or a 405; errors from bindings are absorbed into fallbacks, never turned into a 5xx.
-#[event(fetch)]
-async fn fetch(mut req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
+/// The Workers fetch entry point, exported by hand rather than with `#[event(fetch)]`: a request the isolate can
+/// answer from what it holds ([`fast`]) gets its `Response` at once, with no `Promise`, no future and no
+/// `worker::Request` (whose conversion reads the method, URL, headers and `cf` up front); every other request
+/// takes [`handle`] as a `Promise`, as the macro would have made it.
+#[wasm_bindgen::prelude::wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export: reached by the runtime, not by Rust paths
+pub fn fetch(
+    req: worker::worker_sys::web_sys::Request,
+    env: Env,
+    ctx: worker::worker_sys::Context,
+) -> JsValue {
     // js_sys's static Date.now(): one call out of wasm, no Date object.
     let now_ms = js_sys::Date::now() as u64;
+    // Reads the configuration on the isolate's first request (the cache TTL among it) before the cache is used.
+    isolate_config(&env);
+    if let Some(response) = fast::answer(&req, now_ms) {
+        return response.into();
+    }
+    worker::wasm_bindgen_futures::future_to_promise(async move {
+        let ctx = Context::new(ctx);
+        // `handle` never fails in practice (binding errors become fallbacks); if it did, a bare 500, as the
+        // macro answers.
+        let response = match handle(Request::from(req), env, ctx, now_ms).await {
+            Ok(response) => response,
+            Err(_) => Response::error("Internal Server Error", 500)?,
+        };
+        Ok(JsValue::from(worker::worker_sys::web_sys::Response::from(
+            response,
+        )))
+    })
+    .into()
+}
+
+/// The full fetch handler. Every visitor request ends in a redirect, an interstitial, a 404 when no fallback
+/// is configured at all, or a 405; errors from bindings are absorbed into fallbacks, never turned into a 5xx.
+async fn handle(mut req: Request, env: Env, ctx: Context, now_ms: u64) -> worker::Result<Response> {
     let config = isolate_config(&env);
     let method = req.method();
     let head = method == Method::Head;
     // worker::Request already holds the path; the full URL (another call out of wasm) is only needed for a
-    // dynamic link's query or a request without a Host header.
+    // dynamic link's query or a request without a Host header (and a forwarding link's query, `Visit::query`).
     let path = req.path();
     // The Host header names the domain (what `wrangler dev` and Miniflare pass through, too); the URL's host is
     // the same thing on Cloudflare and serves when the header is missing.
@@ -92,6 +136,7 @@ async fn fetch(mut req: Request, env: Env, ctx: Context) -> worker::Result<Respo
         route => {
             let visit_ctx = Visit {
                 req: &req,
+                env: &env,
                 ctx: &ctx,
                 config: &config,
                 records: Records::new(&env, &ctx, config.origin.clone(), now_ms),
@@ -110,6 +155,8 @@ async fn fetch(mut req: Request, env: Env, ctx: Context) -> worker::Result<Respo
 /// when a decision needs it.
 struct Visit<'a> {
     req: &'a Request,
+    /// For the click queue's binding, read only when a click counts.
+    env: &'a Env,
     /// For work that must not delay the response (click reports).
     ctx: &'a Context,
     config: &'a IsolateConfig,
@@ -144,7 +191,23 @@ impl Visit<'_> {
         )
     }
 
-    /// Queues a click event and makes sure a flush is under way (after the response, in `wait_until`).
+    /// The group of a live persistent link: KV's record, else the origin's copy (a group as new as the link).
+    async fn link_group(&self, host: &str, code: &str, group_id: &str) -> Option<Rc<Group>> {
+        match self.records.group(group_id).await {
+            Some(group) => Some(group),
+            None => self.records.group_from_origin(host, code, group_id).await,
+        }
+    }
+
+    /// The request's raw query (without `?`), for a link that forwards it. Read only then: the full URL is a call
+    /// out of wasm that the worker crate's `path()` does not need.
+    fn query(&self) -> Option<String> {
+        let url = self.req.inner().url();
+        route::split_url(&url).2.map(str::to_owned)
+    }
+
+    /// Reports a click after the response (in `wait_until`): to the click queue when the deployment has one
+    /// ([`click_queue`]), else into the isolate's buffer with a flush under way. Neither: nothing to do.
     fn record_click(
         &self,
         host: &str,
@@ -152,9 +215,11 @@ impl Visit<'_> {
         group_id: &str,
         visitor: &Visitor,
     ) {
-        let Some(origin) = self.config.origin.clone() else {
+        let queue = click_queue::producer(self.env);
+        let origin = self.config.origin.clone();
+        if queue.is_none() && origin.is_none() {
             return;
-        };
+        }
         let referer = self.req.headers().get("Referer").ok().flatten();
         let event = analytics::click_event(
             host,
@@ -164,8 +229,14 @@ impl Visit<'_> {
             visitor,
             referer.as_deref(),
         );
-        origin_io::buffer_click(event);
-        self.ctx.wait_until(origin_io::flush_clicks(origin));
+        match (queue, origin) {
+            (Some(queue), origin) => self.ctx.wait_until(click_queue::send(queue, event, origin)),
+            (None, Some(origin)) => {
+                origin_io::buffer_click(event);
+                self.ctx.wait_until(origin_io::flush_clicks(origin));
+            }
+            (None, None) => {}
+        }
     }
 
     /// The domain's fallback (its record's URL, else the configured default).
@@ -189,21 +260,35 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
     };
     let (decision, visitor, code, group_id) = match route {
         Route::Persistent { code } => {
-            let link = ctx.records.link(host, &code).await;
-            let group = match &link {
-                Some(l) if l.is_active => match ctx.records.group(&l.group_id).await {
-                    Some(group) => Some(group),
-                    None => {
-                        ctx.records
-                            .group_from_origin(host, &code, &l.group_id)
-                            .await
-                    }
-                },
-                _ => None,
+            let records = &ctx.records;
+            let link = records.link(host, &code).await;
+            let now_ms = i64::try_from(ctx.now_ms).unwrap_or(i64::MAX);
+            // The group, the blocklist and the query matter only to a link that can still redirect: a paused or
+            // expired one falls back without them.
+            let live = link
+                .as_deref()
+                .filter(|l| l.is_active && !l.expired(now_ms));
+            let (group, blocklist) = match live {
+                Some(l) => {
+                    join(
+                        ctx.link_group(host, &code, &l.group_id),
+                        records.blocklist(),
+                    )
+                    .await
+                }
+                None => (None, Rc::default()),
             };
+            let query = live.filter(|l| l.forward_query).and_then(|_| ctx.query());
             let settings = group.as_deref().map(|g| &g.settings);
             let visitor = ctx.visitor(settings);
-            let decision = decision::decide_persistent(link.as_deref(), settings, &visitor);
+            let decision = decision::decide_persistent(
+                link.as_deref(),
+                settings,
+                blocklist.as_ref(),
+                &visitor,
+                query.as_deref(),
+                now_ms,
+            );
             let group_id = link.map(|l| l.group_id.clone()).unwrap_or_default();
             (decision, visitor, Some(code), group_id)
         }

@@ -1,6 +1,6 @@
 //! The origin's internal API as the shell calls it (wasm32 only): the KV-miss lookup of a link and the click
-//! reports. What the answers mean is [`crate::origin`]'s (host-tested); this file does the HTTP calls, with a
-//! timeout of their own.
+//! reports (the isolate's own, and the queue consumer's). What the answers mean is [`crate::origin`]'s (host-tested); this file does the HTTP calls, with a
+//! timeout of their own, and logs every call that got no usable answer ([`crate::log`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use futures_util::future::{Either, select};
 use kv_model::ResolvedLink;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
 
+use super::emit;
 use crate::analytics::{self, ClickBuffer, ClickEvent};
-use crate::origin::{self, Delivery, Lookup, Origin};
+use crate::log;
+use crate::origin::{self, Delivery, Failure, Lookup, Origin};
 
 thread_local! {
     /// Click events not yet reported to the origin (see [`analytics`]).
@@ -24,7 +26,8 @@ pub(super) fn buffer_click(event: ClickEvent) {
     CLICKS.with(|b| b.borrow_mut().push(event));
 }
 
-/// Asks the origin for a link KV does not have (and its group).
+/// Asks the origin for a link KV does not have (and its group). `None` when it does not know the link, or gave no
+/// usable answer (logged: a wrong `ORIGIN_SECRET` shows up here as status 401).
 pub(super) async fn link_from_origin(
     origin: &Origin,
     host: &str,
@@ -38,73 +41,116 @@ pub(super) async fn link_from_origin(
         origin::LOOKUP_TIMEOUT_MS,
     )
     .await;
-    match origin::lookup_answer(answer.as_ref().map(|(s, b)| (*s, b.as_str()))) {
+    match origin::lookup_answer(
+        answer
+            .as_ref()
+            .map(|(s, b)| (*s, b.as_str()))
+            .map_err(|f| *f),
+    ) {
         Lookup::Found(resolved) => Some(resolved),
-        _ => None,
+        Lookup::NotFound => None,
+        Lookup::Failed(failure) => {
+            emit(log::origin_lookup_failed(host, code, failure));
+            None
+        }
     }
 }
 
 /// Reports the isolate's buffered click events until none are left, unless another request's flush is already
-/// doing so. A batch the origin could not take stays buffered for the next flush.
+/// doing so. A report the origin could not take is kept, with its `batch_id`, for the next flush.
 pub(super) async fn flush_clicks(origin: Rc<Origin>) {
     let now = || js_sys::Date::now() as u64;
-    let mut batch = CLICKS.with(|b| b.borrow_mut().start_flush(now()));
-    while let Some(events) = batch {
-        let answer = origin_call(
-            Method::Post,
-            &origin.clicks_url(),
-            &origin,
-            Some(analytics::batch_body(&events)),
-            origin::CLICKS_TIMEOUT_MS,
-        )
-        .await;
-        match origin::clicks_answer(answer.map(|(status, _)| status)) {
-            Delivery::Delivered | Delivery::Rejected => {
-                batch = CLICKS.with(|b| b.borrow_mut().next_batch(now()));
+    let mut batch = CLICKS.with(|b| b.borrow_mut().start_flush(now(), random_uuid));
+    while let Some(report) = batch {
+        let answer = post_clicks(&origin, analytics::batch_body(&report)).await;
+        match origin::clicks_answer(answer) {
+            Delivery::Delivered => {
+                batch = CLICKS.with(|b| b.borrow_mut().next_batch(now(), random_uuid));
             }
-            Delivery::Retry => {
-                CLICKS.with(|b| b.borrow_mut().failed(events));
+            Delivery::Rejected(failure) => {
+                emit(log::origin_clicks_failed(
+                    failure,
+                    report.events.len(),
+                    false,
+                ));
+                batch = CLICKS.with(|b| b.borrow_mut().next_batch(now(), random_uuid));
+            }
+            Delivery::Retry(failure) => {
+                emit(log::origin_clicks_failed(
+                    failure,
+                    report.events.len(),
+                    true,
+                ));
+                CLICKS.with(|b| b.borrow_mut().failed(report));
                 return;
             }
         }
     }
 }
 
-/// One call to the origin's internal API: status and body, or `None` on a transport error or after `timeout_ms`
-/// (the request is then aborted). Never an error: callers treat `None` as "the origin did not answer".
+/// A random UUID from the runtime's `crypto.randomUUID()` (a CSPRNG; no Rust randomness code in the wasm), or
+/// `None` if the runtime lacked it (Workers has had it since 2021): the report then goes without a `batch_id`, as
+/// before there were ids, rather than with one the origin would refuse.
+fn random_uuid() -> Option<String> {
+    let crypto = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).ok()?;
+    let f = js_sys::Reflect::get(&crypto, &JsValue::from_str("randomUUID")).ok()?;
+    let f: &js_sys::Function = f.dyn_ref()?;
+    f.call0(&crypto).ok()?.as_string()
+}
+
+/// Posts a click report (the body of a [`kv_model::ClickBatch`]): the origin's status, or why there was none.
+pub(super) async fn post_clicks(origin: &Origin, body: String) -> Result<u16, Failure> {
+    origin_call(
+        Method::Post,
+        &origin.clicks_url(),
+        origin,
+        Some(body),
+        origin::CLICKS_TIMEOUT_MS,
+    )
+    .await
+    .map(|(status, _)| status)
+}
+
+/// One call to the origin's internal API: status and body, or why there was none ([`Failure::Request`],
+/// [`Failure::Transport`], or [`Failure::Timeout`] after `timeout_ms`, when the request is aborted). Never an
+/// error page: callers fall back (or keep the clicks) and log the failure.
 async fn origin_call(
     method: Method,
     url: &str,
     origin: &Origin,
     body: Option<String>,
     timeout_ms: u64,
-) -> Option<(u16, String)> {
+) -> Result<(u16, String), Failure> {
     let headers = Headers::new();
-    headers.set("Authorization", &origin.authorization()).ok()?;
+    headers
+        .set("Authorization", &origin.authorization())
+        .map_err(|_| Failure::Request)?;
     let mut init = RequestInit::new();
     if let Some(body) = body {
-        headers.set("Content-Type", "application/json").ok()?;
+        headers
+            .set("Content-Type", "application/json")
+            .map_err(|_| Failure::Request)?;
         init.with_body(Some(JsValue::from_str(&body)));
     }
     init.with_method(method).with_headers(headers);
-    let request = Request::new_with_init(url, &init).ok()?;
+    let request = Request::new_with_init(url, &init).map_err(|_| Failure::Request)?;
     let controller = AbortController::default();
     let signal = controller.signal();
     let call = Box::pin(async {
         let mut response = Fetch::Request(request)
             .send_with_signal(&signal)
             .await
-            .ok()?;
+            .map_err(|_| Failure::Transport)?;
         let status = response.status_code();
-        let text = response.text().await.ok()?;
-        Some((status, text))
+        let text = response.text().await.map_err(|_| Failure::Transport)?;
+        Ok((status, text))
     });
     let timer = Box::pin(Delay::from(Duration::from_millis(timeout_ms)));
     match select(call, timer).await {
         Either::Left((answer, _)) => answer,
         Either::Right(_) => {
             controller.abort();
-            None
+            Err(Failure::Timeout)
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The isolate's records (wasm32 only): KV records and the origin's answers, kept in the isolate cache, loaded
 //! once per key per isolate. The coordination of loads is [`crate::loads`]'s (host-tested); this file holds the
-//! isolate's state and does the I/O: KV reads, the origin lookup on a KV miss, and the write-back to KV.
+//! isolate's state and does the I/O: KV reads, the origin lookup on a KV miss, and the write-back to KV. A KV read
+//! or write that fails is logged ([`crate::log`]) and absorbed: the request falls back.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -12,11 +13,13 @@ use serde::de::DeserializeOwned;
 use shared_crypto::DomainBlocklist;
 use worker::{Context, Delay, Env, KvStore};
 
+use super::emit;
 use super::origin_io::link_from_origin;
 use crate::cache::{self, TtlCache};
 use crate::config;
 use crate::decision::Group;
 use crate::loads::{Loads, Ticket, Wait, WaitStep};
+use crate::log::{self, KvWrite, Via};
 use crate::origin::{self, Origin};
 
 /// A cached KV record, parsed once per isolate. `None` inside means "absent or unusable" and is cached too.
@@ -159,32 +162,96 @@ async fn wait_for_load(key: &str, number: u64) -> Option<Cached> {
     None
 }
 
-/// KV's text for `key` (`Some(None)`: absent); `None` when KV could not be read.
+/// KV's text for `key` (`Some(None)`: absent); `None` when KV could not be read (logged).
 async fn kv_get(kv: Option<KvStore>, key: &str) -> Option<Option<String>> {
-    kv?.get(key)
+    let Some(kv) = kv else {
+        emit(log::kv_binding_missing(config::KV_BINDING, Via::Visit));
+        return None;
+    };
+    match kv
+        .get(key)
         .cache_ttl(config::KV_CACHE_TTL_SECONDS)
         .text()
         .await
-        .ok()
+    {
+        Ok(text) => Some(text),
+        Err(e) => {
+            emit(log::kv_read_failed(key, &e.to_string()));
+            None
+        }
+    }
 }
 
 /// Writes a link the origin supplied back to KV, provisionally: it expires unless the publisher's own write
-/// replaces it (origin.rs explains why).
+/// replaces it (origin.rs explains why). A failure is logged and otherwise harmless: the link was served, and the
+/// next KV miss asks the origin again.
 async fn write_back(kv: Option<KvStore>, key: String, record: Rc<LinkRecord>) {
+    // The binding's absence was logged by the read that missed; a record always serializes.
     let (Some(kv), Ok(text)) = (kv, serde_json::to_string(&*record)) else {
         return;
     };
-    if let Ok(put) = kv.put(&key, text) {
-        let _ = put
-            .expiration_ttl(origin::FALLBACK_RECORD_TTL_SECONDS)
-            .execute()
-            .await;
+    let put = match kv.put(&key, text) {
+        Ok(put) => {
+            put.expiration_ttl(origin::FALLBACK_RECORD_TTL_SECONDS)
+                .execute()
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = put {
+        emit(log::kv_write_failed(
+            &key,
+            KvWrite::Put,
+            Via::Visit,
+            &e.to_string(),
+        ));
     }
 }
 
 /// A JSON record, or `None` when absent, unparsable or of another version (the contract: treat as missing).
 fn parse<T: DeserializeOwned>(text: Option<String>) -> Option<T> {
     serde_json::from_str(&text?).ok()
+}
+
+/// What the isolate cache holds for `key` right now, without I/O: only a fresh entry (a hit, not one near expiry,
+/// which a reload must follow, and not a miss). For the synchronous fast path ([`super::fast`]).
+fn fresh(key: &str, now_ms: u64) -> Option<Cached> {
+    CACHE.with(|c| match c.borrow_mut().lookup(key, now_ms) {
+        cache::Lookup::Hit(entry) => Some(entry),
+        cache::Lookup::Refresh(_) | cache::Lookup::Miss => None,
+    })
+}
+
+/// A link the isolate cache holds fresh (`Some(None)`: its absence is cached).
+pub(super) fn fresh_link(host: &str, code: &str, now_ms: u64) -> Option<Option<Rc<LinkRecord>>> {
+    match fresh(&kv_model::link_key(host, code), now_ms)? {
+        Cached::Link(link) => Some(link),
+        _ => None,
+    }
+}
+
+/// A group KV had, fresh in the isolate cache (a cached absence is `None` here: the slow path asks the origin).
+pub(super) fn fresh_group(group_id: &str, now_ms: u64) -> Option<Rc<Group>> {
+    match fresh(&kv_model::group_key(group_id), now_ms)? {
+        Cached::Group(group) => group,
+        _ => None,
+    }
+}
+
+/// A domain record, fresh in the isolate cache (`Some(None)`: its absence is cached).
+pub(super) fn fresh_domain(host: &str, now_ms: u64) -> Option<Option<Rc<DomainRecord>>> {
+    match fresh(&kv_model::domain_key(host), now_ms)? {
+        Cached::Domain(domain) => Some(domain),
+        _ => None,
+    }
+}
+
+/// The blocklist, fresh in the isolate cache.
+pub(super) fn fresh_blocklist(now_ms: u64) -> Option<Rc<DomainBlocklist>> {
+    match fresh(BLOCKLIST_KEY, now_ms)? {
+        Cached::Blocklist(list) => Some(list),
+        _ => None,
+    }
 }
 
 /// The records one request reads. The KV binding is looked up only when a record is not in the cache.

@@ -1,11 +1,14 @@
 //! `POST /__shortlink/sync` (wasm32 only): the origin's authenticated KV writer. What a request may carry and what
 //! the answers say is [`crate::sync`]'s (host-tested); this file reads the body, writes KV and evicts the isolate's
-//! copies of the keys it wrote.
+//! copies of the keys it wrote. Refusals (400, 401) and KV failures (503) are logged ([`crate::log`]); a request
+//! while the route is disabled (404) is not: without `SYNC_SECRET` the route does not exist, and a probe of a
+//! route that does not exist is not a failure of the worker's.
 
 use worker::{Env, Request};
 
-use super::records;
+use super::{emit, records};
 use crate::config;
+use crate::log::{self, KvWrite, Via};
 use crate::reply::{Page, Reply, reply};
 use crate::sync::{self, Auth};
 
@@ -30,18 +33,29 @@ pub(super) async fn sync_route(req: &mut Request, env: &Env) -> Reply {
     };
     match auth {
         Auth::Disabled => return reply(&Page::NoFallback, false),
-        Auth::Denied => return Reply::json(401, sync::error_body("unauthorized")),
+        Auth::Denied => {
+            // Which of the two, for the operator (a publisher without EDGE_SYNC_SECRET, or with another
+            // environment's); never the token itself.
+            let reason = if authorization.is_some() {
+                "wrong_token"
+            } else {
+                "missing_token"
+            };
+            emit(log::sync_refused(401, reason));
+            return Reply::json(401, sync::error_body("unauthorized"));
+        }
         Auth::Allowed => {}
     }
     let body = match body {
         Ok(body) => body,
-        Err(e) => return Reply::json(400, sync::error_body(e)),
+        Err(e) => return refuse(e),
     };
     let batch = match sync::parse_batch(&body) {
         Ok(batch) => batch,
-        Err(e) => return Reply::json(400, sync::error_body(&e)),
+        Err(e) => return refuse(&e),
     };
     let Ok(kv) = env.kv(config::KV_BINDING) else {
+        emit(log::kv_binding_missing(config::KV_BINDING, Via::Sync));
         return Reply::json(503, sync::error_body("kv_binding_missing"));
     };
     let mut result = Ok(());
@@ -50,14 +64,26 @@ pub(super) async fn sync_route(req: &mut Request, env: &Env) -> Reply {
             Ok(put) => put.execute().await,
             Err(e) => Err(e),
         };
-        if put.is_err() {
+        if let Err(e) = put {
+            emit(log::kv_write_failed(
+                key,
+                KvWrite::Put,
+                Via::Sync,
+                &e.to_string(),
+            ));
             result = Err(format!("kv_put_failed: {key}"));
             break;
         }
     }
     if result.is_ok() {
         for key in &batch.deletes {
-            if kv.delete(key).await.is_err() {
+            if let Err(e) = kv.delete(key).await {
+                emit(log::kv_write_failed(
+                    key,
+                    KvWrite::Delete,
+                    Via::Sync,
+                    &e.to_string(),
+                ));
                 result = Err(format!("kv_delete_failed: {key}"));
                 break;
             }
@@ -72,4 +98,10 @@ pub(super) async fn sync_route(req: &mut Request, env: &Env) -> Reply {
         // The batch is idempotent: 503 tells the publisher to retry it whole.
         Err(e) => Reply::json(503, sync::error_body(&e)),
     }
+}
+
+/// A 400 for an authorized request whose body the route cannot take (`error`: the answer's error code), logged.
+fn refuse(error: &str) -> Reply {
+    emit(log::sync_refused(400, error));
+    Reply::json(400, sync::error_body(error))
 }

@@ -39,7 +39,13 @@ pub enum ApiError {
     /// 403: a valid key whose account may not use the API.
     #[error("this account does not have API access")]
     Forbidden,
-    /// 404 for unknown routes.
+    /// 403: the operator disabled the account.
+    #[error("this account is disabled")]
+    AccountDisabled,
+    /// 400 `default_group`: the account's default group cannot be deleted.
+    #[error("the account's default group cannot be deleted")]
+    DefaultGroup,
+    /// 404 for unknown routes and for ids that do not exist or are another account's.
     #[error("no such resource")]
     NotFound,
     /// 405 for a known path with the wrong method.
@@ -88,6 +94,8 @@ pub enum ErrorCode {
     InvalidMatch,
     /// 400: list links, bad `long_url`.
     InvalidLongUrl,
+    /// 400: the account's default group cannot be deleted.
+    DefaultGroup,
     /// 401: missing, malformed, unknown, replaced or revoked key, or another scheme.
     NotAuthenticated,
     /// 403: the account has no API access.
@@ -126,7 +134,7 @@ pub(crate) enum AuthErrors {
     /// `not_authenticated`: missing, malformed, unknown or revoked key, or another scheme
     #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Token`")))]
     Unauthenticated(ErrorBody),
-    /// `permission_denied`: the account has no API access
+    /// `permission_denied`: the account has no API access, or the operator disabled it
     #[response(status = 403)]
     Forbidden(ErrorBody),
 }
@@ -144,7 +152,8 @@ pub(crate) enum ServerErrors {
 }
 
 impl ApiError {
-    fn status_and_code(&self) -> (StatusCode, ErrorCode) {
+    /// The status and code this error answers with (also what a bulk-create entry reports).
+    pub(crate) fn status_and_code(&self) -> (StatusCode, ErrorCode) {
         match self {
             Self::Validation(_) => (StatusCode::BAD_REQUEST, ErrorCode::ValidationError),
             Self::InvalidJson(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidJson),
@@ -163,7 +172,10 @@ impl ApiError {
                 ErrorCode::PlatformDomainUnavailable,
             ),
             Self::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, ErrorCode::NotAuthenticated),
-            Self::Forbidden => (StatusCode::FORBIDDEN, ErrorCode::PermissionDenied),
+            Self::Forbidden | Self::AccountDisabled => {
+                (StatusCode::FORBIDDEN, ErrorCode::PermissionDenied)
+            }
+            Self::DefaultGroup => (StatusCode::BAD_REQUEST, ErrorCode::DefaultGroup),
             Self::NotFound => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
@@ -205,13 +217,17 @@ impl IntoResponse for ApiError {
         };
         let mut response = (status, axum::Json(body)).into_response();
         match &self {
-            Self::RateLimited(state) => rate_limit_headers(state, response.headers_mut()),
+            Self::RateLimited(state) => {
+                super::observe::rate_limited("create_link");
+                rate_limit_headers(state, response.headers_mut());
+            }
             Self::Unauthenticated(_) => {
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Token"));
             }
             Self::TooManyRequests { retry_after } => {
+                super::observe::rate_limited("validate_dynamic");
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
@@ -240,7 +256,7 @@ impl From<StoreError> for ApiError {
             StoreError::KeyRevoked => Self::Unauthenticated("invalid API key"),
             StoreError::NotFound(_) => Self::NotFound,
             StoreError::Invalid(detail) => Self::Validation(detail),
-            StoreError::DefaultGroup => Self::Validation(e.to_string()),
+            StoreError::DefaultGroup => Self::DefaultGroup,
             StoreError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "database unavailable");
                 Self::Unavailable

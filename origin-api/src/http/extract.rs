@@ -33,6 +33,9 @@ impl FromRequestParts<AppState> for Caller {
             .authenticate(&key)
             .await?
             .ok_or(ApiError::Unauthenticated("invalid API key"))?;
+        if ctx.disabled {
+            return Err(ApiError::AccountDisabled);
+        }
         if !ctx.api_access {
             return Err(ApiError::Forbidden);
         }
@@ -70,15 +73,54 @@ impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S>
         let bytes = axum::body::to_bytes(req.into_body(), LIMIT)
             .await
             .map_err(|_| ApiError::PayloadTooLarge)?;
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
-            use serde_json::error::Category;
-            match e.classify() {
-                // Well-formed JSON of the wrong shape: a field fails validation.
-                Category::Data => ApiError::Validation(e.to_string()),
-                Category::Syntax | Category::Eof | Category::Io => {
-                    ApiError::InvalidJson(format!("the body is not valid JSON: {e}"))
-                }
-            }
-        })
+        // Every body we take is an object; serde would also read a struct from an array, by position.
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first.is_some_and(|b| *b == b'[')
+            && serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok()
+        {
+            return Err(ApiError::Validation(
+                "the body must be a JSON object".to_owned(),
+            ));
+        }
+        // serde_path_to_error, so a wrong type names its field ("links[3].long_url: invalid type ...").
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            body_error(e.into_inner(), (path != ".").then_some(path))
+        })?;
+        de.end().map_err(|e| body_error(e, None))?;
+        Ok(JsonBody(value))
+    }
+}
+
+/// A body serde refused: well-formed JSON of the wrong shape fails validation (naming the field when there is
+/// one); anything else is not JSON.
+fn body_error(e: serde_json::Error, path: Option<String>) -> ApiError {
+    use serde_json::error::Category;
+    match (e.classify(), path) {
+        (Category::Data, Some(path)) => ApiError::Validation(format!("{path}: {e}")),
+        (Category::Data, None) => ApiError::Validation(e.to_string()),
+        (Category::Syntax | Category::Eof | Category::Io, _) => {
+            ApiError::InvalidJson(format!("the body is not valid JSON: {e}"))
+        }
+    }
+}
+
+/// The `{id}` of a resource path: a UUID, normalised to lowercase hyphenated form. Anything else is not the id of
+/// anything, so it is a 404 like an unknown id (never a 5xx, never the framework's own rejection).
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceId(pub(crate) String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ResourceId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let axum::extract::Path(raw) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|_| ApiError::NotFound)?;
+        uuid::Uuid::try_parse(&raw)
+            .map(|u| Self(u.hyphenated().to_string()))
+            .map_err(|_| ApiError::NotFound)
     }
 }

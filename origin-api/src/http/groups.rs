@@ -1,17 +1,30 @@
-//! `/api/v1/external/groups` (spec 4.4).
+//! `/api/v1/external/groups`: the spec's list (4.4), and each group's life: create, read, rename, new settings,
+//! a new signing key, delete. Another account's group id answers exactly like an unknown one (404).
 
-use super::error::{ApiError, AuthErrors, ServerErrors};
-use super::extract::Caller;
+use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors};
+use super::extract::{Caller, JsonBody, ResourceId};
 use super::state::AppState;
 use axum::extract::State;
-use axum::routing::get;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use shortlink_store::GroupRow;
+use shortlink_store::domain::GroupSettings;
 use utoipa::ToSchema;
 
 /// The routes of this resource.
 pub(crate) fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/external/groups", get(list_groups))
+    Router::new()
+        .route(
+            "/api/v1/external/groups",
+            get(list_groups).post(create_group),
+        )
+        .route(
+            "/api/v1/external/groups/{id}",
+            get(get_group).patch(update_group).delete(delete_group),
+        )
+        .route("/api/v1/external/groups/{id}/rotate-key", post(rotate_key))
 }
 
 /// A link group, as listed (no key in lists).
@@ -29,6 +42,69 @@ pub(crate) struct Group {
 pub(crate) struct GroupList {
     /// By name, case-insensitively (then by exact name and id).
     results: Vec<Group>,
+}
+
+/// One group with its signing key and settings.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct GroupDetail {
+    /// Group id, used as `group_id`.
+    #[schema(format = Uuid)]
+    id: String,
+    /// Name, 1 to 100 characters.
+    name: String,
+    /// The signing key of the group's dynamic links: 32 bytes, base64url without padding. A secret: shown to
+    /// the group's owner only.
+    key: String,
+    /// The rules the edge applies to the group's links (README "Group settings").
+    #[schema(value_type = Object)]
+    settings: GroupSettings,
+    /// The account's default group: new links go there unless told otherwise; it cannot be deleted.
+    is_default: bool,
+}
+
+impl From<GroupRow> for GroupDetail {
+    fn from(g: GroupRow) -> Self {
+        Self {
+            id: g.id,
+            name: g.name,
+            key: g.key,
+            settings: g.settings,
+            is_default: g.is_default,
+        }
+    }
+}
+
+/// A new group.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateGroupBody {
+    /// 1 to 100 characters (trimmed).
+    #[schema(min_length = 1, max_length = 100)]
+    name: String,
+    /// README "Group settings"; absent or `null`: no rules.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    settings: Option<serde_json::Value>,
+}
+
+/// Changes to a group; absent fields stay as they are.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateGroupBody {
+    /// 1 to 100 characters (trimmed).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 100)]
+    name: Option<String>,
+    /// Replaces all the settings (README "Group settings").
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    settings: Option<serde_json::Value>,
+}
+
+/// Settings from a body: an object, checked field by field; the error names the field.
+fn settings(value: &serde_json::Value) -> Result<GroupSettings, ApiError> {
+    GroupSettings::parse(&value.to_string())
+        .map_err(|e| ApiError::Validation(format!("settings: {}", e.0)))
 }
 
 /// The account's link groups, by name (spec 4.4).
@@ -55,4 +131,160 @@ pub(crate) async fn list_groups(
             .map(|(id, name)| Group { id, name })
             .collect(),
     }))
+}
+
+/// Creates a group with a fresh signing key.
+#[utoipa::path(
+    post,
+    path = "/api/v1/external/groups",
+    tag = "groups",
+    operation_id = "create_group",
+    request_body(content = CreateGroupBody, content_type = "application/json"),
+    security(("Token" = [])),
+    responses(
+        (status = 201, description = "The group, with its key", body = GroupDetail),
+        (status = 400, description = "`validation_error` (naming the field) or `invalid_json`", body = ErrorBody),
+        AuthErrors,
+        (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
+        ServerErrors,
+    ),
+)]
+pub(crate) async fn create_group(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    JsonBody(body): JsonBody<CreateGroupBody>,
+) -> Result<(StatusCode, Json<GroupDetail>), ApiError> {
+    let settings = body
+        .settings
+        .as_ref()
+        .map(settings)
+        .transpose()?
+        .unwrap_or_default();
+    let group = state
+        .db
+        .create_group(&caller.account_id, &body.name, &settings)
+        .await?;
+    state.publisher.wake.notify_one();
+    Ok((StatusCode::CREATED, Json(group.into())))
+}
+
+/// One of the account's groups, with its key and settings.
+#[utoipa::path(
+    get,
+    path = "/api/v1/external/groups/{id}",
+    tag = "groups",
+    operation_id = "get_group",
+    params(("id" = String, Path, format = Uuid, description = "Group id")),
+    security(("Token" = [])),
+    responses(
+        (status = 200, description = "The group", body = GroupDetail),
+        AuthErrors,
+        (status = 404, description = "`not_found`: no such group in this account", body = ErrorBody),
+        ServerErrors,
+    ),
+)]
+pub(crate) async fn get_group(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ResourceId(id): ResourceId,
+) -> Result<Json<GroupDetail>, ApiError> {
+    Ok(Json(
+        state.db.group(Some(&caller.account_id), &id).await?.into(),
+    ))
+}
+
+/// Renames a group and/or replaces its settings; the edge applies new settings within the propagation time.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/external/groups/{id}",
+    tag = "groups",
+    operation_id = "update_group",
+    params(("id" = String, Path, format = Uuid, description = "Group id")),
+    request_body(content = UpdateGroupBody, content_type = "application/json"),
+    security(("Token" = [])),
+    responses(
+        (status = 200, description = "The group as it now is", body = GroupDetail),
+        (status = 400, description = "`validation_error` (naming the field) or `invalid_json`", body = ErrorBody),
+        AuthErrors,
+        (status = 404, description = "`not_found`: no such group in this account", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
+        ServerErrors,
+    ),
+)]
+pub(crate) async fn update_group(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ResourceId(id): ResourceId,
+    JsonBody(body): JsonBody<UpdateGroupBody>,
+) -> Result<Json<GroupDetail>, ApiError> {
+    let settings = body.settings.as_ref().map(settings).transpose()?;
+    let group = state
+        .db
+        .update_group(
+            Some(&caller.account_id),
+            &id,
+            body.name.as_deref(),
+            settings.as_ref(),
+        )
+        .await?;
+    state.publisher.wake.notify_one();
+    Ok(Json(group.into()))
+}
+
+/// Deletes a group: its links move to the account's default group and its dynamic links stop working. The
+/// default group cannot be deleted (`400 default_group`).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/external/groups/{id}",
+    tag = "groups",
+    operation_id = "delete_group",
+    params(("id" = String, Path, format = Uuid, description = "Group id")),
+    security(("Token" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, description = "`default_group`: the account's default group", body = ErrorBody),
+        AuthErrors,
+        (status = 404, description = "`not_found`: no such group in this account", body = ErrorBody),
+        ServerErrors,
+    ),
+)]
+pub(crate) async fn delete_group(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ResourceId(id): ResourceId,
+) -> Result<StatusCode, ApiError> {
+    state.db.delete_group(Some(&caller.account_id), &id).await?;
+    state.publisher.wake.notify_one();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Replaces the group's signing key. Dynamic links signed with the old key stop working at the edge within the
+/// propagation time; the answer carries the new key.
+#[utoipa::path(
+    post,
+    path = "/api/v1/external/groups/{id}/rotate-key",
+    tag = "groups",
+    operation_id = "rotate_group_key",
+    params(("id" = String, Path, format = Uuid, description = "Group id")),
+    security(("Token" = [])),
+    responses(
+        (status = 200, description = "The group with its new key", body = GroupDetail),
+        AuthErrors,
+        (status = 404, description = "`not_found`: no such group in this account", body = ErrorBody),
+        ServerErrors,
+    ),
+)]
+pub(crate) async fn rotate_key(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ResourceId(id): ResourceId,
+) -> Result<Json<GroupDetail>, ApiError> {
+    let group = state
+        .db
+        .rotate_group_key(Some(&caller.account_id), &id)
+        .await?;
+    state.publisher.wake.notify_one();
+    Ok(Json(group.into()))
 }

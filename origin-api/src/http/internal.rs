@@ -13,6 +13,8 @@ use axum::{Json, Router};
 use kv_model::ClickBatch;
 use kv_model::ResolvedLink;
 use secrecy::ExposeSecret;
+use shortlink_store::Ingested;
+use shortlink_store::domain::ClickBatchId;
 use subtle::ConstantTimeEq;
 
 /// Most events in one batch, and the body limit that fits them.
@@ -65,6 +67,8 @@ async fn resolve(
     Ok(Json(ResolvedLink::new(link, group)).into_response())
 }
 
+/// A click report. A `batch_id` seen before answers `{"stored": 0, "duplicate": true}` (200: the worker is done
+/// with it either way); the first delivery answers `{"stored": n}`.
 async fn clicks(
     State(state): State<AppState>,
     _edge: Edge,
@@ -75,6 +79,24 @@ async fn clicks(
             "at most {MAX_EVENTS} events per batch"
         )));
     }
-    let stored = state.db.record_clicks(batch.events).await?;
-    Ok(Json(serde_json::json!({ "stored": stored })))
+    let batch_id = batch
+        .batch_id
+        .as_deref()
+        .map(ClickBatchId::parse)
+        .transpose()
+        .map_err(|e| ApiError::Validation(e.0))?;
+    match state
+        .db
+        .record_clicks(batch_id.as_ref(), batch.events)
+        .await?
+    {
+        Ingested::Stored(stored) => {
+            super::observe::clicks_ingested(stored as u64);
+            Ok(Json(serde_json::json!({ "stored": stored })))
+        }
+        Ingested::Duplicate => {
+            super::observe::click_batch_duplicate();
+            Ok(Json(serde_json::json!({ "stored": 0, "duplicate": true })))
+        }
+    }
 }

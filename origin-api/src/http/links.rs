@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use shortlink_store::domain::{ListQuery, LongUrl, ShortCode};
-use shortlink_store::{CreateLink, DomainRow};
+use shortlink_store::domain::{ListQuery, LongUrl, Micros, ShortCode};
+use shortlink_store::{AuthContext, CreateLink, DomainRow};
 use utoipa::ToSchema;
 
 /// The routes of this resource.
@@ -53,6 +53,38 @@ pub(crate) struct CreateLinkBody {
     #[serde(default)]
     #[schema(format = Uuid)]
     domain_id: Option<String>,
+    /// When the link stops redirecting (visitors then go to the domain's fallback): RFC 3339 in UTC, in the
+    /// future. Absent or `null`: never.
+    #[serde(default)]
+    #[schema(format = DateTime, example = "2030-01-31T12:00:00Z")]
+    expires_at: Option<String>,
+    /// Append the visitor's query string to the destination (the destination's own parameters win on a
+    /// clash). Absent or `null`: true.
+    #[serde(default)]
+    forward_query: Option<bool>,
+}
+
+impl CreateLinkBody {
+    /// The validated creation for `caller`.
+    pub(crate) fn into_request(self, caller: &AuthContext) -> Result<CreateLink, ApiError> {
+        let long_url = LongUrl::parse(&self.long_url).map_err(|e| ApiError::Validation(e.0))?;
+        let short_code = self
+            .short_code
+            .as_deref()
+            .map(ShortCode::parse)
+            .transpose()
+            .map_err(|e| ApiError::Validation(e.to_string()))?;
+        Ok(CreateLink {
+            key_id: caller.key_id.clone(),
+            account_id: caller.account_id.clone(),
+            long_url,
+            short_code,
+            group_id: parse_uuid("group_id", self.group_id)?,
+            domain_id: parse_uuid("domain_id", self.domain_id)?,
+            expires_at: self.expires_at.as_deref().map(parse_expiry).transpose()?,
+            forward_query: self.forward_query.unwrap_or(true),
+        })
+    }
 }
 
 /// A created link (spec 2, "Link (as created)").
@@ -108,6 +140,11 @@ pub(crate) struct ListedLink {
     /// UTC, six fractional digits and `Z`, e.g. `2026-11-22T04:48:11.614362Z`.
     #[schema(format = DateTime, example = "2026-11-22T04:48:11.614362Z")]
     created_at: String,
+    /// When the link stops redirecting, formatted as `created_at`; `null`: never.
+    #[schema(format = DateTime, example = "2030-01-31T12:00:00.000000Z")]
+    expires_at: Option<String>,
+    /// Whether the visitor's query string is appended to the destination.
+    forward_query: bool,
 }
 
 impl From<shortlink_store::ListedLink> for ListedLink {
@@ -120,6 +157,8 @@ impl From<shortlink_store::ListedLink> for ListedLink {
             group_id: l.group_id,
             is_active: l.is_active,
             created_at: l.created_at,
+            expires_at: l.expires_at,
+            forward_query: l.forward_query,
         }
     }
 }
@@ -172,9 +211,20 @@ pub(crate) enum MatchParam {
     Startswith,
 }
 
+/// An expiry given by a client: RFC 3339 in UTC, in the future.
+pub(crate) fn parse_expiry(raw: &str) -> Result<Micros, ApiError> {
+    let at = Micros::parse_rfc3339_utc("expires_at", raw).map_err(|e| ApiError::Validation(e.0))?;
+    if at <= Micros::now() {
+        return Err(ApiError::Validation(
+            "expires_at must be in the future".to_owned(),
+        ));
+    }
+    Ok(at)
+}
+
 /// A UUID field: refused when it is not one (a typed field of the spec), normalised so that
 /// upper- and lowercase spellings find the same row.
-fn parse_uuid(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
+pub(crate) fn parse_uuid(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
     value
         .map(|v| {
             uuid::Uuid::try_parse(&v)
@@ -221,23 +271,7 @@ pub(crate) async fn create_link(
     Caller(caller): Caller,
     JsonBody(body): JsonBody<CreateLinkBody>,
 ) -> Result<Response, ApiError> {
-    let long_url = LongUrl::parse(&body.long_url).map_err(|e| ApiError::Validation(e.0))?;
-    let short_code = body
-        .short_code
-        .as_deref()
-        .map(ShortCode::parse)
-        .transpose()
-        .map_err(|e| ApiError::Validation(e.to_string()))?;
-    let group_id = parse_uuid("group_id", body.group_id)?;
-    let domain_id = parse_uuid("domain_id", body.domain_id)?;
-    let req = CreateLink {
-        key_id: caller.key_id,
-        account_id: caller.account_id,
-        long_url,
-        short_code,
-        group_id,
-        domain_id,
-    };
+    let req = body.into_request(&caller)?;
     let (link, limit) = state.db.create_link(&req).await?;
     // The link is committed with its outbox row; tell the publisher now rather than at its next poll.
     state.publisher.wake.notify_one();

@@ -1,46 +1,89 @@
 //! The HTTP surface: one router per resource, merged here with the cross-cutting layers.
 
+mod bulk;
 mod client_ip;
+mod csv;
 mod dynamic;
 mod error;
 mod extract;
 mod groups;
 mod health;
 mod internal;
+mod link_edits;
 mod links;
+mod observe;
 pub mod openapi;
+mod qr;
 mod state;
 mod stats;
 
 pub use client_ip::{ClientIpSource, IpRateLimiter};
 pub use error::{ApiError, ErrorBody, ErrorCode};
+pub use observe::metrics_handle;
 pub use state::AppState;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Router, middleware};
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+
+/// Which routes a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routes {
+    /// Everything: the public API and the worker's `/internal/v1/…` (one listener, the default).
+    All,
+    /// The public API only (`/internal/v1/…` answer 404 here: they have a listener of their own).
+    Public,
+    /// `/internal/v1/…` only (the `--internal-listen` listener).
+    Internal,
+}
 
 /// The whole application as a router, so tests can also drive it in-process.
 pub fn app(state: AppState) -> Router {
-    Router::new()
-        .merge(links::router())
-        .merge(groups::router())
-        .merge(dynamic::router())
-        .merge(stats::router())
-        .merge(internal::router())
-        .merge(health::router())
-        .merge(openapi::router())
+    app_for(state, Routes::All)
+}
+
+/// The routes of one listener, with the cross-cutting layers.
+pub fn app_for(state: AppState, routes: Routes) -> Router {
+    let mut router = Router::new();
+    if routes != Routes::Internal {
+        router = router
+            .merge(links::router())
+            .merge(link_edits::router())
+            .merge(qr::router())
+            .merge(bulk::router())
+            .merge(groups::router())
+            .merge(dynamic::router())
+            .merge(stats::router())
+            .merge(health::router())
+            .merge(openapi::router());
+    }
+    if routes != Routes::Public {
+        router = router.merge(internal::router());
+    }
+    router
+        .route_layer(middleware::from_fn(observe::note_route))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), timeout))
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::Internal.into_response()
         }))
-        // Spans carry method and path; headers (and so API keys) are never recorded.
-        .layer(TraceLayer::new_for_http())
+        // Outermost first: a clean request id, made when absent, logged with the request, returned on the response.
+        .layer(middleware::from_fn(observe::access))
+        .layer(PropagateRequestIdLayer::new(observe::REQUEST_ID))
+        .layer(SetRequestIdLayer::new(observe::REQUEST_ID, MakeRequestUuid))
+        .layer(middleware::from_fn(observe::sanitize_request_id))
         .with_state(state)
+}
+
+/// The metrics listener (`--metrics-listen`): `GET /metrics` in the Prometheus text format.
+pub fn metrics_app(
+    state: AppState,
+    handle: metrics_exporter_prometheus::PrometheusHandle,
+) -> Router {
+    observe::metrics_router(state, handle)
 }
 
 /// Bounds every request; a slow database becomes a clean 503 instead of a hung client.

@@ -124,8 +124,17 @@ async fn unknown_routes_and_methods(engine: Engine) {
     for (method, path) in [
         ("GET", "/api/v1/external/links/create-link"),
         ("DELETE", "/api/v1/external/links"),
-        ("POST", "/api/v1/external/groups"),
+        ("PUT", "/api/v1/external/groups"),
         ("PUT", "/api/v1/external/links/enabled-domains"),
+        ("GET", "/api/v1/external/links/bulk-create"),
+        (
+            "PUT",
+            "/api/v1/external/links/0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10",
+        ),
+        (
+            "GET",
+            "/api/v1/external/groups/0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10/rotate-key",
+        ),
     ] {
         let (s, body, _) = call(&app, method, path, auth.clone()).await;
         assert_error(s, &body, 405, "method_not_allowed");

@@ -5,12 +5,12 @@ use crate::common::{Engine, TestApp, TestDb, json};
 use serde_json::{Value, json};
 use std::process::Command;
 
-struct Cli {
-    url: String,
+pub(crate) struct Cli {
+    pub(crate) url: String,
 }
 
 impl Cli {
-    fn run(&self, args: &[&str]) -> Result<Value, String> {
+    pub(crate) fn run(&self, args: &[&str]) -> Result<Value, String> {
         let out = Command::new(env!("CARGO_BIN_EXE_origin-api"))
             .args(args)
             .env("DATABASE_URL", &self.url)
@@ -32,7 +32,7 @@ impl Cli {
         }
     }
 
-    fn ok(&self, args: &[&str]) -> Value {
+    pub(crate) fn ok(&self, args: &[&str]) -> Value {
         self.run(args)
             .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
     }
@@ -97,7 +97,13 @@ async fn admin_commands(engine: Engine) {
     );
     let listed = cli.ok(&["admin", "group", "list", "--account", &account]);
     assert_eq!(listed["results"][0]["name"], "Default");
-    assert_eq!(listed["results"][1], group);
+    assert_eq!(listed["results"][1], updated);
+    assert_eq!(
+        updated["settings"]["monetization"]["interstitial_seconds"],
+        5
+    );
+    assert_eq!(updated["is_default"], false);
+    assert_eq!(listed["results"][0]["is_default"], true);
 
     let platform = cli.ok(&[
         "admin",
@@ -233,138 +239,80 @@ async fn admin_failures(engine: Engine) {
     let acc = cli.ok(&["admin", "account", "create", "--email", "a@example.com"]);
     let account = s(&acc["id"]);
     let missing = uuid::Uuid::new_v4().to_string();
-    let failures: Vec<(Vec<&str>, &str)> = vec![
+    // (command words, values that may hold spaces; what the error must say)
+    let failures: Vec<(&str, Vec<&str>, &str)> = vec![
         (
-            vec!["admin", "account", "create", "--email", "A@example.com"],
+            "admin account create --email A@example.com",
+            vec![],
             "exists",
         ),
+        ("admin account create --email not-an-email", vec![], "email"),
         (
-            vec!["admin", "account", "create", "--email", "not-an-email"],
-            "email",
-        ),
-        (
-            vec!["admin", "api-key", "generate", "--account", &missing],
+            "admin api-key generate --account",
+            vec![&missing],
             "not found",
         ),
         (
-            vec!["admin", "api-key", "revoke", "--account", &missing],
+            "admin api-key revoke --account",
+            vec![&missing],
             "not found",
         ),
         (
-            vec![
-                "admin",
-                "group",
-                "create",
-                "--account",
-                &missing,
-                "--name",
-                "x",
-            ],
+            "admin group create --account",
+            vec![&missing, "--name", "x"],
             "not found",
         ),
         (
-            vec![
-                "admin",
-                "group",
-                "create",
-                "--account",
-                &account,
-                "--name",
-                " ",
-            ],
+            "admin group create --account",
+            vec![&account, "--name", " "],
             "name",
         ),
         (
-            vec![
-                "admin",
-                "group",
-                "create",
-                "--account",
-                &account,
-                "--name",
-                "x",
-                "--settings",
-                "{bad",
-            ],
+            "admin group create --account",
+            vec![&account, "--name", "x", "--settings", "{bad"],
             "settings",
         ),
         (
-            vec![
-                "admin",
-                "group",
-                "create",
-                "--account",
-                &account,
-                "--name",
-                "x",
-                "--settings",
-                r#"{"acces":{}}"#,
-            ],
+            "admin group create --account",
+            vec![&account, "--name", "x", "--settings", r#"{"acces":{}}"#],
             "settings",
         ),
         (
-            vec![
-                "admin",
-                "group",
-                "update",
-                "--id",
-                &missing,
-                "--settings",
-                "{}",
-            ],
+            "admin group update --id",
+            vec![&missing, "--settings", "{}"],
+            "not found",
+        ),
+        ("admin group delete --id", vec![&missing], "not found"),
+        ("admin group list --account", vec![&missing], "not found"),
+        (
+            "admin account get --email nobody@example.com",
+            vec![],
             "not found",
         ),
         (
-            vec!["admin", "group", "delete", "--id", &missing],
-            "not found",
-        ),
-        (
-            vec!["admin", "group", "list", "--account", &missing],
-            "not found",
-        ),
-        (
-            vec!["admin", "account", "get", "--email", "nobody@example.com"],
-            "not found",
-        ),
-        (
-            vec!["admin", "domain", "add", "--host", "bad host", "--platform"],
+            "admin domain add --host",
+            vec!["bad host", "--platform"],
             "hostname",
         ),
         (
-            vec![
-                "admin",
-                "domain",
-                "add",
-                "--host",
-                "x.com",
-                "--account",
-                &missing,
-            ],
+            "admin domain add --host x.com --account",
+            vec![&missing],
             "not found",
         ),
         (
-            vec![
-                "admin",
-                "domain",
-                "add",
-                "--host",
-                "x.com",
-                "--platform",
-                "--fallback-url",
-                "http://x.com",
-            ],
+            "admin domain add --host x.com --platform --fallback-url http://x.com",
+            vec![],
             "https",
         ),
+        ("admin domain disable --id", vec![&missing], "not found"),
         (
-            vec!["admin", "domain", "disable", "--id", &missing],
-            "not found",
-        ),
-        (
-            vec!["admin", "blocklist", "add", "--domain", "not a domain"],
+            "admin blocklist add --domain",
+            vec!["not a domain"],
             "hostname",
         ),
     ];
-    for (args, needle) in failures {
+    for (words, values, needle) in failures {
+        let args: Vec<&str> = words.split_whitespace().chain(values).collect();
         let err = cli.run(&args).expect_err(&format!("{args:?} should fail"));
         assert!(err.to_lowercase().contains(needle), "{args:?}: {err}");
     }
@@ -402,7 +350,95 @@ async fn admin_failures(engine: Engine) {
     drop(test_db);
 }
 
-both_engines!(admin_commands, admin_failures);
+/// Abuse response: the operator pauses, resumes and deletes any account's link, lists accounts and disables one.
+async fn abuse_response(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    app.platform_domain("sho.rt").await;
+    let a = app.account(true).await;
+    let cli = Cli {
+        url: app.test_db.url.clone(),
+    };
+    let (st, link) = app
+        .create_json(
+            &a.key,
+            json!({"long_url": "https://abuse.example/", "short_code": "bad"}),
+        )
+        .await;
+    assert_eq!(st, 201);
+    let id = s(&link["id"]);
+    let record = || async {
+        let r = app.db.kv_record("link:sho.rt:bad").await.unwrap();
+        r.map(|r| serde_json::from_str::<Value>(&r).unwrap())
+    };
+
+    let paused = cli.ok(&["admin", "link", "pause", "--id", &id]);
+    assert_eq!(paused, json!({"id": id, "is_active": false}));
+    assert_eq!(record().await.unwrap()["is_active"], false);
+    let resumed = cli.ok(&["admin", "link", "resume", "--id", &id.to_uppercase()]);
+    assert_eq!(resumed["is_active"], true);
+    assert_eq!(record().await.unwrap()["is_active"], true);
+
+    let listed = cli.ok(&["admin", "account", "list"]);
+    let mine = listed["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == a.id.as_str())
+        .unwrap()
+        .clone();
+    let mut keys: Vec<_> = mine.as_object().unwrap().keys().cloned().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["api_access", "created_at", "disabled", "email", "id"]
+    );
+    assert_eq!(
+        (mine["api_access"].clone(), mine["disabled"].clone()),
+        (json!(true), json!(false))
+    );
+
+    // Disabled: the key is refused on every route, the links stop at the edge.
+    assert_eq!(
+        cli.ok(&["admin", "account", "disable", "--id", &a.id]),
+        json!({})
+    );
+    for path in [
+        "/api/v1/external/links",
+        "/api/v1/external/groups",
+        &format!("/api/v1/external/links/{id}"),
+    ] {
+        let (st, body) = json(app.get(&a.key, path).await).await;
+        crate::common::assert_error(st, &body, 403, "permission_denied");
+    }
+    let (st, body) = app
+        .create_json(&a.key, json!({"long_url": "https://abuse.example/2"}))
+        .await;
+    crate::common::assert_error(st, &body, 403, "permission_denied");
+    assert_eq!(record().await.unwrap()["is_active"], false);
+    let listed = cli.ok(&["admin", "account", "list"]);
+    assert!(listed.to_string().contains(r#""disabled":true"#));
+    cli.ok(&["admin", "account", "enable", "--id", &a.id]);
+    let (st, _) = json(app.get(&a.key, "/api/v1/external/links").await).await;
+    assert_eq!(st, 200);
+    assert_eq!(record().await.unwrap()["is_active"], true);
+
+    assert_eq!(cli.ok(&["admin", "link", "delete", "--id", &id]), json!({}));
+    assert_eq!(record().await, None);
+    for args in [
+        ["admin", "link", "delete", "--id", id.as_str()],
+        ["admin", "link", "pause", "--id", "not-a-uuid"],
+        ["admin", "account", "disable", "--id", id.as_str()],
+    ] {
+        let err = cli.run(&args).unwrap_err();
+        assert!(
+            err.contains("not found") || err.contains("UUID"),
+            "{args:?}: {err}"
+        );
+    }
+    app.stop().await;
+}
+
+both_engines!(admin_commands, admin_failures, abuse_response);
 
 #[test]
 fn unmigrated_database_gives_a_hint() {

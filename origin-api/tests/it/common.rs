@@ -49,6 +49,11 @@ fn postgres_gate() -> Arc<tokio::sync::RwLock<()>> {
     GATE.get_or_init(Arc::default).clone()
 }
 
+/// The shared PostgreSQL server, up for as long as the guard lives (see [`postgres_gate`]).
+pub async fn postgres_shared() -> tokio::sync::OwnedRwLockReadGuard<()> {
+    postgres_gate().read_owned().await
+}
+
 /// The whole PostgreSQL server for the caller alone, until the guard is dropped (see [`postgres_gate`]).
 pub async fn postgres_exclusive() -> tokio::sync::OwnedRwLockWriteGuard<()> {
     postgres_gate().write_owned().await
@@ -67,10 +72,19 @@ pub struct TestDb {
 impl TestDb {
     pub async fn new(engine: Engine) -> Self {
         let shared = match engine {
-            Engine::Postgres => Some(postgres_gate().read_owned().await),
+            Engine::Postgres => Some(postgres_shared().await),
             Engine::Sqlite => None,
         };
         Self::open(engine, shared).await
+    }
+
+    /// A fresh database migrated up to `version` only (to test a later migration on data of an earlier schema).
+    pub async fn migrated_to(engine: Engine, version: i64) -> Self {
+        let shared = match engine {
+            Engine::Postgres => Some(postgres_shared().await),
+            Engine::Sqlite => None,
+        };
+        Self::open_at(engine, shared, Some(version)).await
     }
 
     /// A PostgreSQL database for the holder of [`postgres_exclusive`] (which must not wait for a read guard).
@@ -81,6 +95,14 @@ impl TestDb {
     }
 
     async fn open(engine: Engine, shared: Option<tokio::sync::OwnedRwLockReadGuard<()>>) -> Self {
+        Self::open_at(engine, shared, None).await
+    }
+
+    async fn open_at(
+        engine: Engine,
+        shared: Option<tokio::sync::OwnedRwLockReadGuard<()>>,
+        version: Option<i64>,
+    ) -> Self {
         let tag = uuid::Uuid::new_v4().simple().to_string();
         let db = match engine {
             Engine::Sqlite => {
@@ -116,9 +138,35 @@ impl TestDb {
                 }
             }
         };
-        let pool = Db::connect(&db.url, 2).await.unwrap();
-        pool.migrate().await.unwrap();
-        pool.close().await;
+        match version {
+            None => {
+                let pool = Db::connect(&db.url, 2).await.unwrap();
+                pool.migrate().await.unwrap();
+                pool.close().await;
+            }
+            Some(version) => {
+                let dir = match engine {
+                    Engine::Sqlite => "sqlite",
+                    Engine::Postgres => "postgres",
+                };
+                let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("../migrations")
+                    .join(dir);
+                let mut migrator = sqlx::migrate::Migrator::new(path).await.unwrap();
+                migrator.migrations = migrator
+                    .migrations
+                    .iter()
+                    .filter(|m| m.version <= version)
+                    .cloned()
+                    .collect();
+                // Through Db::connect, so SQLite gets its file and pragmas as the server does.
+                let pool = Db::connect(&db.url, 2).await.unwrap();
+                pool.close().await;
+                let conn = sqlx::AnyPool::connect(&db.url).await.unwrap();
+                migrator.run(&conn).await.unwrap();
+                conn.close().await;
+            }
+        }
         db
     }
 }
@@ -274,6 +322,32 @@ impl TestApp {
         json(self.create(key, body).await).await
     }
 
+    /// Any method with a key and an optional JSON body, answered as (status, JSON body or `null` when empty).
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        key: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .client
+            .request(method, self.url(path))
+            .header("Authorization", format!("Token {key}"));
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        if text.is_empty() {
+            return (status, Value::Null);
+        }
+        let body =
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+        (status, body)
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> reqwest::Response {
         self.client
             .get(self.url(path))
@@ -326,19 +400,36 @@ impl Drop for Server {
 
 /// Starts the real binary against `url` and waits (with a deadline) until /healthz answers.
 pub async fn start_server(url: &str, rust_log: &str) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+    start_server_with(url, rust_log, &[], &[]).await
+}
+
+/// A free port on 127.0.0.1 (for a listener the server is told to open).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
+        .port()
+}
+
+/// [`start_server`] with more `serve` arguments and environment variables.
+pub async fn start_server_with(
+    url: &str,
+    rust_log: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> Server {
+    let port = free_port();
     let log = std::env::temp_dir().join(format!(
         "shortlink-serve-{}.log",
         uuid::Uuid::new_v4().simple()
     ));
     let child = Command::new(env!("CARGO_BIN_EXE_origin-api"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(args)
         .env("DATABASE_URL", url)
         .env("RUST_LOG", rust_log)
+        .envs(envs.iter().copied())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

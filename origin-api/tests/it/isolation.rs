@@ -4,16 +4,17 @@
 //! Already covered elsewhere and not repeated here: groups and enabled-domains lists are
 //! scoped (listing.rs), another account's group or custom domain falls back on create-link
 //! (create_link.rs, checking the chosen id), another account's link stats are 404
-//! (outbox.rs). This file adds what those do not check: filtered lists and totals, that a
+//! (outbox.rs; here also byte-identical to an unknown id's, for group statistics and CSV too). This file adds what those do not check: filtered lists and totals, that a
 //! response never carries the other account's ids, hostnames or keys, that their codes on
 //! their custom domain do not collide with ours, that 404 for their link is byte-identical to
 //! 404 for an unknown one, and validate-dynamic across accounts.
 
-use crate::common::{Account, Engine, TestApp, json};
+use crate::common::{Account, Engine, TestApp, assert_error, json};
+use reqwest::Method;
 use serde_json::{Value, json};
 use shared_crypto::{GroupKey, Payload, TokenCipher};
 use shortlink_store::domain::GroupSettings;
-use shortlink_store::{ClickEvent, Device};
+use shortlink_store::{ClickEvent, Device, Ingested};
 
 /// Everything of `b` that `a` must never see, as strings to look for in raw responses.
 struct Secrets {
@@ -243,39 +244,65 @@ async fn their_stats_look_like_unknown(engine: Engine) {
     let link = &list["results"][0];
     let stored = app
         .db
-        .record_clicks(vec![ClickEvent {
-            host: "sho.rt".to_owned(),
-            short_code: Some(link["short_code"].as_str().unwrap().to_owned()),
-            group_id: b.default_group_id.clone(),
-            at: 1_800_000_000_000,
-            country: Some("FR".to_owned()),
-            referer_host: None,
-            device: Device::Desktop,
-        }])
+        .record_clicks(
+            None,
+            vec![ClickEvent {
+                host: "sho.rt".to_owned(),
+                short_code: Some(link["short_code"].as_str().unwrap().to_owned()),
+                group_id: b.default_group_id.clone(),
+                at: 1_800_000_000_000,
+                country: Some("FR".to_owned()),
+                referer_host: None,
+                device: Device::Desktop,
+                id: None,
+            }],
+        )
         .await
         .unwrap();
-    assert_eq!(stored, 1);
+    assert_eq!(stored, Ingested::Stored(1));
     let id = link["id"].as_str().unwrap();
-    let theirs_path = format!("/api/v1/external/links/{id}/stats");
-    // Positive control: b sees the click.
-    let (s, body) = json(app.get(&b.key, &theirs_path).await).await;
-    assert_eq!((s, &body["total"]), (200, &json!(1)));
-
-    let unknown = text(
-        app.get(
-            &a.key,
-            &format!("/api/v1/external/links/{}/stats", uuid::Uuid::new_v4()),
+    let range = "?from=2027-01-01&to=2027-01-31";
+    // Their link and group, in any spelling, answer exactly as unknown ids do (JSON and CSV alike).
+    for (kind, their_id) in [("links", id), ("groups", b.default_group_id.as_str())] {
+        let path = |id: &str| format!("/api/v1/external/{kind}/{id}/stats");
+        // Positive control: b sees the click.
+        let (s, body) = json(app.get(&b.key, &format!("{}{range}", path(their_id))).await).await;
+        assert_eq!((s, &body["total"]), (200, &json!(1)));
+        for query in [range, "?format=csv"] {
+            let unknown_path = format!("{}{query}", path(&uuid::Uuid::new_v4().to_string()));
+            let unknown = text(app.get(&a.key, &unknown_path).await).await;
+            assert_eq!(unknown.0, 404);
+            for their in [their_id.to_owned(), their_id.to_uppercase()] {
+                let their_path = format!("{}{query}", path(&their));
+                let (s, raw) = text(app.get(&a.key, &their_path).await).await;
+                assert_eq!((s, &raw), (unknown.0, &unknown.1), "{their_path}");
+                assert_reveals_nothing("stats", &raw, &theirs);
+            }
+        }
+    }
+    // a's whole-account statistics hold none of b's clicks.
+    for query in [range, "?format=csv&from=2027-01-01&to=2027-01-31"] {
+        let (s, raw) = text(
+            app.get(&a.key, &format!("/api/v1/external/stats{query}"))
+                .await,
         )
-        .await,
+        .await;
+        assert_eq!(s, 200);
+        assert!(!raw.contains("FR"), "{raw}");
+        assert_reveals_nothing("account stats", &raw, &theirs);
+    }
+    let (_, mine) = json(
+        app.get(&a.key, &format!("/api/v1/external/stats{range}"))
+            .await,
     )
     .await;
-    assert_eq!(unknown.0, 404);
-    let upper = format!("/api/v1/external/links/{}/stats", id.to_uppercase());
-    for path in [theirs_path.clone(), upper] {
-        let (s, raw) = text(app.get(&a.key, &path).await).await;
-        assert_eq!((s, &raw), (unknown.0, &unknown.1), "{path}");
-        assert_reveals_nothing("stats", &raw, &theirs);
-    }
+    assert_eq!(mine["total"], 0);
+    let (_, all_of_b) = json(
+        app.get(&b.key, &format!("/api/v1/external/stats{range}"))
+            .await,
+    )
+    .await;
+    assert_eq!(all_of_b["total"], 1);
     app.stop().await;
 }
 
@@ -326,7 +353,120 @@ async fn validate_dynamic_is_per_group_key(engine: Engine) {
     app.stop().await;
 }
 
+/// Every route that takes a link or group id (issue 12): their ids, in any case, answer byte for byte like an unknown
+/// id, whatever the method, and nothing of theirs changes. Our link cannot be moved into their group.
+async fn their_links_and_groups_look_like_unknown(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    app.platform_domain("sho.rt").await;
+    let (b, theirs) = other_account(&app).await;
+    let a = app.account(true).await;
+    let snapshot = |key: String| {
+        let app = &app;
+        let group_ids = theirs.group_ids.clone();
+        async move {
+            let mut all = vec![
+                app.send(Method::GET, &key, "/api/v1/external/links", None)
+                    .await,
+            ];
+            for id in group_ids {
+                all.push(
+                    app.send(
+                        Method::GET,
+                        &key,
+                        &format!("/api/v1/external/groups/{id}"),
+                        None,
+                    )
+                    .await,
+                );
+            }
+            all
+        }
+    };
+    let before = snapshot(b.key.clone()).await;
+    assert!(before.iter().all(|(s, _)| *s == 200), "{before:?}");
+
+    let routes: [(Method, &str, &str, Option<Value>); 8] = [
+        (Method::GET, "links", "", None),
+        (
+            Method::PATCH,
+            "links",
+            "",
+            Some(json!({"is_active": false, "long_url": "https://mine.example/"})),
+        ),
+        (Method::DELETE, "links", "", None),
+        (Method::GET, "links", "/qr", None),
+        (Method::GET, "groups", "", None),
+        (
+            Method::PATCH,
+            "groups",
+            "",
+            Some(json!({"name": "Mine now", "settings": {}})),
+        ),
+        (Method::DELETE, "groups", "", None),
+        (Method::POST, "groups", "/rotate-key", None),
+    ];
+    for (method, resource, tail, body) in routes {
+        let path = |id: &str| format!("/api/v1/external/{resource}/{id}{tail}");
+        let mut req = app
+            .client
+            .request(
+                method.clone(),
+                app.url(&path(&uuid::Uuid::new_v4().to_string())),
+            )
+            .header("Authorization", format!("Token {}", a.key));
+        if let Some(body) = &body {
+            req = req.json(body);
+        }
+        let unknown = text(req.send().await.unwrap()).await;
+        assert_eq!(unknown.0, 404, "{method} {resource}{tail}: {}", unknown.1);
+        let ids = if resource == "links" {
+            &theirs.link_ids
+        } else {
+            &theirs.group_ids
+        };
+        for id in ids.iter().flat_map(|id| [id.clone(), id.to_uppercase()]) {
+            let mut req = app
+                .client
+                .request(method.clone(), app.url(&path(&id)))
+                .header("Authorization", format!("Token {}", a.key));
+            if let Some(body) = &body {
+                req = req.json(body);
+            }
+            let got = text(req.send().await.unwrap()).await;
+            assert_eq!(got, unknown, "{method} {}", path(&id));
+            assert_reveals_nothing("by id", &got.1, &theirs);
+        }
+    }
+
+    // Our link into their group: refused like an unknown group, and our link stays where it was.
+    let (s, mine) = app
+        .create_json(&a.key, json!({"long_url": "https://mine.example/"}))
+        .await;
+    assert_eq!(s, 201);
+    let mine_path = format!("/api/v1/external/links/{}", mine["id"].as_str().unwrap());
+    let (_, mine_before) = app.send(Method::GET, &a.key, &mine_path, None).await;
+    for group in &theirs.group_ids {
+        let (s, err) = app
+            .send(
+                Method::PATCH,
+                &a.key,
+                &mine_path,
+                Some(json!({"group_id": group})),
+            )
+            .await;
+        assert_error(s, &err, 400, "validation_error");
+        assert_reveals_nothing("patch group_id", &err.to_string(), &theirs);
+    }
+    let (_, mine_after) = app.send(Method::GET, &a.key, &mine_path, None).await;
+    assert_eq!(mine_after, mine_before);
+
+    // Nothing of theirs changed: links (active, same destinations, same total) and groups (same names, keys).
+    assert_eq!(snapshot(b.key.clone()).await, before);
+    app.stop().await;
+}
+
 both_engines!(
+    their_links_and_groups_look_like_unknown,
     lists_show_only_own_links_and_totals,
     create_link_never_uses_or_reveals_theirs,
     their_stats_look_like_unknown,

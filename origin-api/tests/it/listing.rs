@@ -37,6 +37,8 @@ async fn pages_newest_first(engine: Engine) {
         [
             "created_at",
             "domain",
+            "expires_at",
+            "forward_query",
             "group_id",
             "id",
             "is_active",

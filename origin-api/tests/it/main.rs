@@ -6,15 +6,21 @@
 #[macro_use]
 mod common;
 
+mod analytics;
 mod auth;
+mod backup;
 mod cli;
 mod create_link;
 mod faults;
+mod groups;
 mod isolation;
+mod lifecycle;
 mod listing;
+mod observability;
 mod openapi;
 mod outbox;
 mod process;
 mod publisher;
 mod rate_limit;
+mod tls;
 mod validate_dynamic;

@@ -4,7 +4,7 @@
 
 use crate::common::{Engine, TestApp, json};
 use serde_json::{Value, json};
-use shortlink_store::{ClickEvent, Device};
+use shortlink_store::{ClickEvent, Device, Ingested};
 use std::collections::BTreeSet;
 
 /// The public surface: (path, method, needs the Token scheme).
@@ -14,6 +14,18 @@ const ENDPOINTS: &[(&str, &str, bool)] = &[
     ("/api/v1/external/links/enabled-domains", "get", true),
     ("/api/v1/external/groups", "get", true),
     ("/api/v1/external/links/{id}/stats", "get", true),
+    ("/api/v1/external/groups/{id}/stats", "get", true),
+    ("/api/v1/external/stats", "get", true),
+    ("/api/v1/external/links/{id}", "get", true),
+    ("/api/v1/external/links/{id}", "patch", true),
+    ("/api/v1/external/links/{id}", "delete", true),
+    ("/api/v1/external/links/{id}/qr", "get", true),
+    ("/api/v1/external/links/bulk-create", "post", true),
+    ("/api/v1/external/groups", "post", true),
+    ("/api/v1/external/groups/{id}", "get", true),
+    ("/api/v1/external/groups/{id}", "patch", true),
+    ("/api/v1/external/groups/{id}", "delete", true),
+    ("/api/v1/external/groups/{id}/rotate-key", "post", true),
     ("/api/v1/public/links/validate-dynamic", "post", false),
     ("/healthz", "get", false),
     ("/api/v1/openapi.json", "get", false),
@@ -117,9 +129,29 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
             responses.keys().any(|s| s.starts_with('2')),
             "{method} {path} documents no success"
         );
-        // Every documented error answer has a JSON body; for the API it is the error shape.
+        // Every documented answer has a JSON body (for errors, the error shape), except a 204's empty one and the
+        // QR code's images; the statistics are JSON or CSV.
         for (status, response) in responses {
-            let schema = &resolve(&doc, response)["content"]["application/json"]["schema"];
+            let content = &resolve(&doc, response)["content"];
+            if status == "204" {
+                assert!(content.is_null(), "{method} {path} 204 has a body");
+                continue;
+            }
+            if *path == "/api/v1/external/links/{id}/qr" && status == "200" {
+                assert_eq!(
+                    keys(content),
+                    ["image/png", "image/svg+xml"].map(str::to_owned).into()
+                );
+                continue;
+            }
+            if path.ends_with("stats") && status == "200" {
+                assert_eq!(
+                    keys(content),
+                    ["application/json", "text/csv"].map(str::to_owned).into(),
+                    "{path}"
+                );
+            }
+            let schema = &content["application/json"]["schema"];
             assert!(
                 schema.is_object(),
                 "{method} {path} {status} has no JSON body"
@@ -162,6 +194,7 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
         "rate_limited",
         "service_unavailable",
         "internal_error",
+        "default_group",
     ] {
         assert!(codes.contains(&json!(code)), "{code} is not enumerated");
     }
@@ -183,7 +216,27 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
         response_schema(&doc, validate, "post", status);
     }
     response_schema(&doc, "/api/v1/external/links", "get", "400");
-    response_schema(&doc, "/api/v1/external/links/{id}/stats", "get", "404");
+    for path in [
+        "/api/v1/external/links/{id}/stats",
+        "/api/v1/external/groups/{id}/stats",
+    ] {
+        response_schema(&doc, path, "get", "404");
+    }
+    for path in [
+        "/api/v1/external/links/{id}/stats",
+        "/api/v1/external/groups/{id}/stats",
+        "/api/v1/external/stats",
+    ] {
+        response_schema(&doc, path, "get", "400");
+        let names: Vec<&str> = doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .filter(|n| *n != "id")
+            .collect();
+        assert_eq!(names, ["from", "to", "format"], "{path}");
+    }
 
     // Request bodies and the list-links parameters.
     let body = resolve(
@@ -193,9 +246,16 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
     assert_eq!(body["required"], json!(["long_url"]));
     assert_eq!(
         property_names(&doc, body),
-        ["long_url", "short_code", "group_id", "domain_id"]
-            .map(str::to_owned)
-            .into()
+        [
+            "long_url",
+            "short_code",
+            "group_id",
+            "domain_id",
+            "expires_at",
+            "forward_query"
+        ]
+        .map(str::to_owned)
+        .into()
     );
     let vbody = resolve(
         &doc,
@@ -316,37 +376,156 @@ async fn response_schemas_match_real_responses() {
 
     let stored = app
         .db
-        .record_clicks(vec![ClickEvent {
-            host: "sho.rt".to_owned(),
-            short_code: Some("abc".to_owned()),
-            group_id: acc.default_group_id.clone(),
-            at: 1_800_000_000_000,
-            country: Some("DE".to_owned()),
-            referer_host: None,
-            device: Device::Desktop,
-        }])
+        .record_clicks(
+            None,
+            vec![ClickEvent {
+                host: "sho.rt".to_owned(),
+                short_code: Some("abc".to_owned()),
+                group_id: acc.default_group_id.clone(),
+                at: 1_800_000_000_000,
+                country: Some("DE".to_owned()),
+                referer_host: Some("news.example".to_owned()),
+                device: Device::Desktop,
+                id: None,
+            }],
+        )
         .await
         .unwrap();
-    assert_eq!(stored, 1);
-    let stats_path = "/api/v1/external/links/{id}/stats";
-    let (s, stats) = json(
-        app.get(
-            &acc.key,
-            &stats_path.replace("{id}", created["id"].as_str().unwrap()),
+    assert_eq!(stored, Ingested::Stored(1));
+    for (stats_path, id) in [
+        (
+            "/api/v1/external/links/{id}/stats",
+            created["id"].as_str().unwrap(),
+        ),
+        (
+            "/api/v1/external/groups/{id}/stats",
+            acc.default_group_id.as_str(),
+        ),
+        ("/api/v1/external/stats", ""),
+    ] {
+        let (s, stats) = json(
+            app.get(
+                &acc.key,
+                &format!(
+                    "{}?from=2027-01-01&to=2027-01-31",
+                    stats_path.replace("{id}", id)
+                ),
+            )
+            .await,
         )
-        .await,
-    )
-    .await;
-    assert_eq!(s, 200, "{stats}");
-    let schema = resolve(&doc, response_schema(&doc, stats_path, "get", "200"));
-    assert_eq!(keys(&stats), property_names(&doc, schema));
-    for list in ["by_day", "by_country"] {
-        assert_eq!(
-            keys(&stats[list][0]),
-            property_names(&doc, &schema["properties"][list]["items"]),
-            "{list}"
+        .await;
+        assert_eq!(s, 200, "{stats}");
+        let schema = resolve(&doc, response_schema(&doc, stats_path, "get", "200"));
+        assert_eq!(keys(&stats), property_names(&doc, schema), "{stats_path}");
+        for list in ["by_day", "by_country", "by_device", "by_referrer"] {
+            assert_eq!(
+                keys(&stats[list][0]),
+                property_names(&doc, &schema["properties"][list]["items"]),
+                "{stats_path} {list}"
+            );
+        }
+    }
+
+    // The link and group routes of the lifecycle issue: (method, path with {id}, id, body, status) → real body.
+    let link_id = created["id"].as_str().unwrap();
+    let (s, group) = app
+        .send(
+            reqwest::Method::POST,
+            &acc.key,
+            "/api/v1/external/groups",
+            Some(json!({"name": "G"})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let group_id = group["id"].as_str().unwrap();
+    for (method, path, id, body, status) in [
+        ("get", "/api/v1/external/links/{id}", link_id, None, "200"),
+        (
+            "patch",
+            "/api/v1/external/links/{id}",
+            link_id,
+            Some(json!({"forward_query": false})),
+            "200",
+        ),
+        (
+            "post",
+            "/api/v1/external/groups",
+            "",
+            Some(json!({"name": "H", "settings": {}})),
+            "201",
+        ),
+        ("get", "/api/v1/external/groups/{id}", group_id, None, "200"),
+        (
+            "patch",
+            "/api/v1/external/groups/{id}",
+            group_id,
+            Some(json!({"name": "G2"})),
+            "200",
+        ),
+        (
+            "post",
+            "/api/v1/external/groups/{id}/rotate-key",
+            group_id,
+            None,
+            "200",
+        ),
+        (
+            "get",
+            "/api/v1/external/links/{id}",
+            "00000000-0000-4000-8000-000000000000",
+            None,
+            "404",
+        ),
+        (
+            "delete",
+            "/api/v1/external/groups/{id}",
+            &acc.default_group_id,
+            None,
+            "400",
+        ),
+    ] {
+        let (s, real) = app
+            .send(
+                method.to_uppercase().parse().unwrap(),
+                &acc.key,
+                &path.replace("{id}", id),
+                body,
+            )
+            .await;
+        assert_eq!(s.to_string(), status, "{method} {path}: {real}");
+        let schema = response_schema(&doc, path, method, status);
+        assert_eq!(keys(&real), property_names(&doc, schema), "{method} {path}");
+    }
+    let bulk = "/api/v1/external/links/bulk-create";
+    let (s, real) = app
+        .send(
+            reqwest::Method::POST,
+            &acc.key,
+            bulk,
+            Some(json!({"links": [{"long_url": "https://example.com/b"}, {"long_url": "http://nope"}]})),
+        )
+        .await;
+    assert_eq!(s, 200, "{real}");
+    let schema = resolve(&doc, response_schema(&doc, bulk, "post", "200"));
+    assert_eq!(keys(&real), property_names(&doc, schema));
+    // Each result is one of the documented outcomes: its fields are exactly one variant's.
+    let variants: Vec<BTreeSet<String>> = resolve(&doc, &schema["properties"]["results"]["items"])
+        ["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| property_names(&doc, v))
+        .collect();
+    for result in real["results"].as_array().unwrap() {
+        assert!(
+            variants.contains(&keys(result)),
+            "{result} is none of {variants:?}"
         );
     }
+    assert_eq!(
+        keys(&real["results"][0]["link"]),
+        property_names(&doc, response_schema(&doc, create, "post", "201"))
+    );
 
     let (s, health) = json(app.client.get(app.url("/healthz")).send().await.unwrap()).await;
     assert_eq!(s, 200);

@@ -152,7 +152,7 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
     );
 
     // Deleting the group: a bulk delete of its key, and the moved link written again.
-    app.db.delete_group(&group).await.unwrap();
+    app.db.delete_group(None, &group).await.unwrap();
     let group_key = format!("group:{group}");
     wait_until("the group's deletion", || {
         rec.lock().unwrap().deletes.contains(&group_key)

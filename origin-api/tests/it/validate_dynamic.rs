@@ -168,7 +168,7 @@ async fn evaluates_tokens(engine: Engine) {
         );
     }
     // Deleting the group invalidates its tokens (spec 2).
-    app.db.delete_group(&group.id).await.unwrap();
+    app.db.delete_group(None, &group.id).await.unwrap();
     assert!(!success(&app, &group.id, &good).await);
     app.stop().await;
 }

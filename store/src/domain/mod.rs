@@ -2,19 +2,25 @@
 //! Parse, don't validate — handlers and the store only ever see these types.
 
 mod api_key;
+mod click_batch_id;
+mod day;
 mod host;
 mod list_query;
 mod long_url;
 mod settings;
 mod short_code;
+mod stats_query;
 mod timestamp;
 
 pub use api_key::{ApiKey, ApiKeyHash, KeyFormatError};
+pub use click_batch_id::ClickBatchId;
+pub use day::{Day, MAX_DAY, MIN_DAY};
 pub use host::Hostname;
 pub use list_query::{ListParam, ListQuery, ListQueryError, MatchMode, prefix_upper_bound};
 pub use long_url::LongUrl;
 pub use settings::GroupSettings;
 pub use short_code::{ShortCode, generate as generate_short_code};
+pub use stats_query::{DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, StatsFormat, StatsQuery};
 pub use timestamp::Micros;
 
 /// Why a value was refused; the message is safe to show to the API client.

@@ -3,6 +3,9 @@
 use super::{LongUrl, ValidationError};
 use serde::{Deserialize, Serialize};
 
+/// Most entries in a country list (there are 249 ISO 3166-1 codes).
+const MAX_COUNTRIES: usize = 250;
+
 /// Longest interstitial we allow: a countdown visitors will still sit through.
 const MAX_INTERSTITIAL_SECONDS: u32 = 60;
 
@@ -67,25 +70,41 @@ impl GroupSettings {
         if !value.is_object() {
             return Err(ValidationError::new("group settings must be a JSON object"));
         }
-        let mut s: Self = serde_json::from_value(value).map_err(invalid)?;
-        for list in [&mut s.access.allow_countries, &mut s.access.block_countries] {
+        // serde_path_to_error, so a wrong type deep inside names its field ("access.block_bots: invalid type").
+        let mut s: Self = serde_path_to_error::deserialize(value).map_err(|e| {
+            ValidationError::new(format!(
+                "invalid group settings: {}: {}",
+                e.path(),
+                e.inner()
+            ))
+        })?;
+        for (field, list) in [
+            ("access.allow_countries", &mut s.access.allow_countries),
+            ("access.block_countries", &mut s.access.block_countries),
+        ] {
+            if list.len() > MAX_COUNTRIES {
+                return Err(ValidationError::new(format!(
+                    "invalid group settings: {field} has more than {MAX_COUNTRIES} entries"
+                )));
+            }
             for code in list.iter_mut() {
                 if code.len() != 2 || !code.bytes().all(|b| b.is_ascii_alphabetic()) {
                     return Err(ValidationError::new(format!(
-                        "{code:?} is not an ISO 3166-1 alpha-2 country code"
+                        "invalid group settings: {field}: {code:?} is not an ISO 3166-1 alpha-2 country code"
                     )));
                 }
                 code.make_ascii_uppercase();
             }
         }
         if let Some(url) = &s.access.fallback_url {
-            LongUrl::parse(url)
-                .map_err(|e| ValidationError::new(format!("access.fallback_url: {e}")))?;
+            LongUrl::parse(url).map_err(|e| {
+                ValidationError::new(format!("invalid group settings: access.fallback_url: {e}"))
+            })?;
         }
         if let Some(m) = &s.monetization {
             if m.interstitial_seconds > MAX_INTERSTITIAL_SECONDS {
                 return Err(ValidationError::new(format!(
-                    "monetization.interstitial_seconds must be at most {MAX_INTERSTITIAL_SECONDS}"
+                    "invalid group settings: monetization.interstitial_seconds must be at most {MAX_INTERSTITIAL_SECONDS}"
                 )));
             }
         }

@@ -1,0 +1,96 @@
+//! The synchronous fast path (wasm32 only): a visitor request whose whole answer the isolate already holds — a
+//! live persistent link or a dynamic link, with its group and the blocklist fresh in the isolate cache, a group
+//! with no rules that look at the visitor, ending at the destination — is answered before the fetch handler
+//! returns, as a `Response` rather than a `Promise`. It reads only the method, the URL and the Host header, and
+//! builds the redirect with a handful of calls out of wasm. Anything else (a miss, an entry near expiry, a rule, a
+//! fallback, analytics, another route) returns `None` and takes the full path in `super`, which gives the same
+//! answer: the decision is the same plain code either way ([`crate::decision`], [`crate::reply`]).
+
+use worker::worker_sys::web_sys;
+
+use super::records;
+use crate::decision::{self, Outcome};
+use crate::reply::{Page, Reply, reply};
+use crate::route::{self, Route};
+use crate::visitor::Visitor;
+
+/// The redirect for `req` when the isolate holds everything it needs, else `None`.
+pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<web_sys::Response> {
+    let method = req.method();
+    let head = match method.as_str() {
+        "GET" => false,
+        "HEAD" => true,
+        _ => return None,
+    };
+    let url = req.url();
+    let (authority, path, query) = route::split_url(&url);
+    let host = req
+        .headers()
+        .get("Host")
+        .ok()
+        .flatten()
+        .and_then(|h| route::normalize_request_host(&h))
+        .or_else(|| route::normalize_request_host(authority))?;
+    let now = i64::try_from(now_ms).ok()?;
+    let decision = match route::route(&method, path, query) {
+        Route::Persistent { code } => {
+            // A cached absence falls back, which needs the domain record: the full path.
+            let link = records::fresh_link(&host, &code, now_ms)??;
+            if !link.is_active || link.expired(now) {
+                return None;
+            }
+            let group = records::fresh_group(&link.group_id, now_ms)?;
+            if decision::needs_visitor(Some(&group.settings)) {
+                return None;
+            }
+            let blocklist = records::fresh_blocklist(now_ms)?;
+            let forwarded = if link.forward_query { query } else { None };
+            decision::decide_persistent(
+                Some(&link),
+                Some(&group.settings),
+                blocklist.as_ref(),
+                &Visitor::default(),
+                forwarded,
+                now,
+            )
+        }
+        Route::Dynamic { group_id, token } => {
+            let domain = records::fresh_domain(&host, now_ms)?;
+            let group = records::fresh_group(&group_id, now_ms)?;
+            if decision::needs_visitor(Some(&group.settings)) {
+                return None;
+            }
+            let blocklist = records::fresh_blocklist(now_ms)?;
+            decision::decide_dynamic(
+                domain.as_deref(),
+                Some(&group),
+                token.as_deref(),
+                blocklist.as_ref(),
+                &Visitor::default(),
+                now / 1000,
+            )
+        }
+        _ => return None,
+    };
+    match decision.outcome {
+        Outcome::Destination(url) if !decision.analytics => {
+            response(&reply(&Page::Destination(url), head))
+        }
+        _ => None,
+    }
+}
+
+/// A bodiless `Response` (a redirect) from a [`Reply`].
+fn response(reply: &Reply) -> Option<web_sys::Response> {
+    if !reply.body.is_empty() {
+        return None;
+    }
+    let headers = web_sys::Headers::new().ok()?;
+    for (name, value) in &reply.headers {
+        headers.set(name, value).ok()?;
+    }
+    let init = web_sys::ResponseInit::new();
+    init.set_status(reply.status);
+    init.set_headers(&headers);
+    web_sys::Response::new_with_opt_str_and_init(None, &init).ok()
+}

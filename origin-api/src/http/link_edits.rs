@@ -1,0 +1,158 @@
+//! `/api/v1/external/links/{id}`: read, change (pause, resume, new destination, group, expiry, query forwarding)
+//! and delete one of the account's links. Another account's id answers exactly like an unknown one (404).
+
+use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors};
+use super::extract::{Caller, JsonBody, ResourceId};
+use super::links::{ListedLink, parse_expiry, parse_uuid};
+use super::state::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Deserializer};
+use shortlink_store::LinkPatch;
+use shortlink_store::domain::LongUrl;
+use utoipa::ToSchema;
+
+/// The routes of this resource.
+pub(crate) fn router() -> Router<AppState> {
+    Router::new().route(
+        "/api/v1/external/links/{id}",
+        get(get_link).patch(patch_link).delete(delete_link),
+    )
+}
+
+/// `null` kept apart from an absent field: `Some(None)` is an explicit `null`.
+fn explicit_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// The fields of a link a PATCH may change; absent fields stay as they are, `{}` changes nothing. Unknown fields
+/// are refused (a typo must not look like success).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LinkPatchBody {
+    /// New destination, by create-link's rules.
+    #[serde(default)]
+    #[schema(max_length = 2048, pattern = "^https://")]
+    long_url: Option<String>,
+    /// false pauses the link (visitors go to the domain's fallback), true resumes it.
+    #[serde(default)]
+    is_active: Option<bool>,
+    /// Another of the account's groups.
+    #[serde(default)]
+    #[schema(format = Uuid)]
+    group_id: Option<String>,
+    /// RFC 3339 in UTC, in the future; `null` removes the expiry.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    expires_at: Option<Option<String>>,
+    /// Append the visitor's query string to the destination.
+    #[serde(default)]
+    forward_query: Option<bool>,
+}
+
+/// One of the account's links, as listed.
+#[utoipa::path(
+    get,
+    path = "/api/v1/external/links/{id}",
+    tag = "links",
+    operation_id = "get_link",
+    params(("id" = String, Path, format = Uuid, description = "Link id")),
+    security(("Token" = [])),
+    responses(
+        (status = 200, description = "The link", body = ListedLink),
+        AuthErrors,
+        (status = 404, description = "`not_found`: no such link in this account", body = ErrorBody),
+        ServerErrors,
+    ),
+)]
+pub(crate) async fn get_link(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ResourceId(id): ResourceId,
+) -> Result<Json<ListedLink>, ApiError> {
+    let link = state.db.get_link(&caller.account_id, &id).await?;
+    Ok(Json(link.into()))
+}
+
+/// Changes a link; the edge follows within the propagation time. Returns the link as listed.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/external/links/{id}",
+    tag = "links",
+    operation_id = "update_link",
+    params(("id" = String, Path, format = Uuid, description = "Link id")),
+    request_body(content = LinkPatchBody, content_type = "application/json"),
+    security(("Token" = [])),
+    responses(
+        (status = 200, description = "The link as it now is", body = ListedLink),
+        (status = 400, description = "`validation_error` (a field, an unknown field, a group not of this \
+            account) or `invalid_json`", body = ErrorBody),
+        AuthErrors,
+        (status = 404, description = "`not_found`: no such link in this account", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
+        ServerErrors,
+    ),
+)]
+pub(crate) async fn patch_link(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ResourceId(id): ResourceId,
+    JsonBody(body): JsonBody<LinkPatchBody>,
+) -> Result<Json<ListedLink>, ApiError> {
+    let patch = LinkPatch {
+        long_url: body
+            .long_url
+            .as_deref()
+            .map(LongUrl::parse)
+            .transpose()
+            .map_err(|e| ApiError::Validation(e.0))?,
+        is_active: body.is_active,
+        group_id: parse_uuid("group_id", body.group_id)?,
+        expires_at: body
+            .expires_at
+            .map(|e| e.as_deref().map(parse_expiry).transpose())
+            .transpose()?,
+        forward_query: body.forward_query,
+    };
+    let link = state
+        .db
+        .update_link(&caller.account_id, &id, &patch)
+        .await?;
+    if !patch.is_empty() {
+        state.publisher.wake.notify_one();
+    }
+    Ok(Json(link.into()))
+}
+
+/// Deletes a link: it leaves the list, its short code is free again on its domain, and the edge sends its
+/// visitors to the domain's fallback. Its creation still counts against the key's hourly limit.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/external/links/{id}",
+    tag = "links",
+    operation_id = "delete_link",
+    params(("id" = String, Path, format = Uuid, description = "Link id")),
+    security(("Token" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        AuthErrors,
+        (status = 404, description = "`not_found`: no such link in this account", body = ErrorBody),
+        ServerErrors,
+    ),
+)]
+pub(crate) async fn delete_link(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ResourceId(id): ResourceId,
+) -> Result<StatusCode, ApiError> {
+    state.db.delete_link(&caller.account_id, &id).await?;
+    state.publisher.wake.notify_one();
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,103 @@
+//! Retention, run by `serve` in the background: raw click events older than the configured number of days and
+//! click-report batch and event ids older than [`BATCH_ID_DAYS`] are deleted at start and then every
+//! [`PRUNE_INTERVAL`], at most [`PRUNE_ROWS`] rows per statement so no statement holds the database for long.
+//! Statistics do not change: they come from the day counters, which are kept.
+//!
+//! Every origin process prunes; two doing it at once only delete the same old rows sooner.
+
+use shortlink_store::domain::Micros;
+use shortlink_store::{Aged, Db, StoreError};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How often old rows are deleted.
+pub const PRUNE_INTERVAL: Duration = Duration::from_secs(3_600);
+/// Rows per delete statement.
+pub const PRUNE_ROWS: u32 = 10_000;
+/// How long a click report's batch id is remembered: redeliveries come within minutes or hours, and a report
+/// redelivered later than this is counted again.
+pub const BATCH_ID_DAYS: u32 = 7;
+
+const DAY_MICROS: i64 = 86_400_000_000;
+
+/// What one pruning round deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Raw click events.
+    pub clicks: u64,
+    /// Batch ids.
+    pub batch_ids: u64,
+    /// Event ids.
+    pub event_ids: u64,
+}
+
+/// One round at `now`: raw clicks that happened more than `retention_days` days before `now` (a retention of 0
+/// days counts as 1), and batch and event ids received more than [`BATCH_ID_DAYS`] days before it, in statements
+/// of [`PRUNE_ROWS`] rows, until none are left or `keep_going` says stop (shutdown; the next round continues).
+pub async fn prune(
+    db: &Db,
+    retention_days: u32,
+    now: Micros,
+    keep_going: impl Fn() -> bool,
+) -> Result<Pruned, StoreError> {
+    let before = |days: u32| Micros(now.0.saturating_sub(i64::from(days) * DAY_MICROS));
+    Ok(Pruned {
+        clicks: drain(
+            db,
+            Aged::RawClicks,
+            before(retention_days.max(1)),
+            &keep_going,
+        )
+        .await?,
+        batch_ids: drain(db, Aged::BatchIds, before(BATCH_ID_DAYS), &keep_going).await?,
+        event_ids: drain(db, Aged::EventIds, before(BATCH_ID_DAYS), &keep_going).await?,
+    })
+}
+
+/// Deletes `what` from before `before`, [`PRUNE_ROWS`] rows a statement, until none are left or `keep_going`
+/// says stop; returns how many went.
+async fn drain(
+    db: &Db,
+    what: Aged,
+    before: Micros,
+    keep_going: &impl Fn() -> bool,
+) -> Result<u64, StoreError> {
+    let mut total = 0;
+    loop {
+        let n = db.prune(what, before, PRUNE_ROWS).await?;
+        total += n;
+        if n < u64::from(PRUNE_ROWS) || !keep_going() {
+            return Ok(total);
+        }
+        // Let waiting writers (click reports, link creations) in between statements.
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Prunes every `interval` until `stopped` turns true. A failed round is logged and retried next interval.
+pub async fn run(
+    db: Db,
+    retention_days: u32,
+    interval: Duration,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        let still = stopped.clone();
+        match prune(&db, retention_days, Micros::now(), move || !*still.borrow()).await {
+            Ok(p) if p != Pruned::default() => {
+                tracing::info!(
+                    clicks = p.clicks,
+                    batch_ids = p.batch_ids,
+                    event_ids = p.event_ids,
+                    "pruned old click data"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "pruning old click data failed"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = stopped.wait_for(|s| *s) => return,
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Retention of the raw click events and of the batch ids and event ids of click reports: each is deleted by
+//! age, in bounded statements (each its own short transaction, so the SQLite writer is never held for long). The
+//! day counters are kept: statistics do not change when raw events go.
+
+use crate::domain::Micros;
+use crate::error::StoreError;
+use crate::pool::Db;
+
+/// What is deleted by age.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aged {
+    /// Raw click events, by when they happened.
+    RawClicks,
+    /// Click-report batch ids, by when they were received: a report delivered again after its id is forgotten
+    /// is counted again.
+    BatchIds,
+    /// Click event ids, by when they were received: an event delivered again after its id is forgotten is
+    /// counted again.
+    EventIds,
+}
+
+impl Aged {
+    /// The bounded delete: the `LIMIT` in a subquery, which both engines accept (PostgreSQL has no
+    /// `DELETE … LIMIT`).
+    fn delete(self) -> &'static str {
+        match self {
+            Aged::RawClicks => {
+                "DELETE FROM clicks WHERE id IN (SELECT id FROM clicks WHERE at < $1 LIMIT $2)"
+            }
+            Aged::BatchIds => {
+                "DELETE FROM click_batches WHERE batch_id IN \
+                 (SELECT batch_id FROM click_batches WHERE received_at < $1 LIMIT $2)"
+            }
+            Aged::EventIds => {
+                "DELETE FROM click_event_ids WHERE id IN \
+                 (SELECT id FROM click_event_ids WHERE received_at < $1 LIMIT $2)"
+            }
+        }
+    }
+}
+
+impl Db {
+    /// Deletes up to `limit` rows of `what` from before `before`; returns how many went.
+    pub async fn prune(&self, what: Aged, before: Micros, limit: u32) -> Result<u64, StoreError> {
+        let done = sqlx::query(what.delete())
+            .bind(before.0)
+            .bind(i64::from(limit))
+            .execute(&self.write)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// How many raw click events are stored (operators and tests; a full count, not for request paths).
+    pub async fn raw_click_count(&self) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM clicks")
+            .fetch_one(&self.read)
+            .await?)
+    }
+}

@@ -1,0 +1,206 @@
+//! Changing and deleting a link: the account's own links only, each change with its outbox row in the same
+//! transaction, so the edge follows within the publisher's propagation time.
+//!
+//! A deleted link's row goes (its short code is free again, its clicks go with it, also out of its groups' and
+//! its account's statistics), but its creation keeps
+//! counting against the key's hourly limit: deleting is not a way around the limit. The creation time moves to
+//! `deleted_creations`, which [`crate::creation`]'s window counts beside the key's live links.
+
+use crate::domain::{LongUrl, Micros};
+use crate::error::{Entity, StoreError};
+use crate::links::{ListedLink, get_link_in};
+use crate::outbox;
+use crate::pool::Db;
+use crate::rate_limit::RateLimitState;
+use sqlx::{AnyConnection, Row};
+
+/// The fields a PATCH may change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct LinkPatch {
+    /// New destination (create-link's rules; checked against the blocklist here).
+    pub long_url: Option<LongUrl>,
+    /// Pause (false) or resume (true).
+    pub is_active: Option<bool>,
+    /// Move to another of the account's groups.
+    pub group_id: Option<String>,
+    /// `Some(None)` removes the expiry.
+    pub expires_at: Option<Option<Micros>>,
+    /// Whether the visitor's query string is forwarded.
+    pub forward_query: Option<bool>,
+}
+
+impl LinkPatch {
+    /// True when the patch changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.long_url.is_none()
+            && self.is_active.is_none()
+            && self.group_id.is_none()
+            && self.expires_at.is_none()
+            && self.forward_query.is_none()
+    }
+}
+
+/// Takes a deleted link's clicks out of the statistics: out of the counters of the groups it was in when they
+/// happened and of its account's, then deletes its own counters (its raw clicks went with the link row). Run
+/// after the link row is deleted: that waits for any click report holding the link (PostgreSQL), so every
+/// click counted for it is seen here, and the locks are taken in the reports' order (link, its counters, group
+/// counters, account counters).
+async fn forget_clicks(
+    conn: &mut AnyConnection,
+    account_id: &str,
+    link_id: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE group_click_counts AS g SET clicks = g.clicks - l.clicks FROM link_click_counts AS l \
+         WHERE l.link_id = $1 AND g.group_id = l.group_id AND g.dimension = l.dimension \
+         AND g.day = l.day AND g.value = l.value",
+    )
+    .bind(link_id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE account_click_counts AS a SET clicks = a.clicks - l.n \
+         FROM (SELECT dimension, day, value, SUM(clicks) AS n FROM link_click_counts WHERE link_id = $1 \
+               GROUP BY dimension, day, value) AS l \
+         WHERE a.account_id = $2 AND a.dimension = l.dimension AND a.day = l.day AND a.value = l.value",
+    )
+    .bind(link_id)
+    .bind(account_id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("DELETE FROM link_click_counts WHERE link_id = $1")
+        .bind(link_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+impl Db {
+    /// Applies `patch` to one of the account's links and returns the link as it now is. A group that is not
+    /// the account's is [`StoreError::Invalid`]; a link that is not the account's is not found.
+    pub async fn update_link(
+        &self,
+        account_id: &str,
+        link_id: &str,
+        patch: &LinkPatch,
+    ) -> Result<ListedLink, StoreError> {
+        if patch.is_empty() {
+            return self.get_link(account_id, link_id).await;
+        }
+        if let Some(url) = &patch.long_url {
+            if self.is_host_blocked(url.host()).await? {
+                return Err(StoreError::BlockedDestination);
+            }
+        }
+        let mut sets = Vec::new();
+        let mut n = 2;
+        let mut next = |column: &str| {
+            n += 1;
+            sets.push(format!("{column} = ${n}"));
+        };
+        // The order of these calls is the order of the binds below.
+        patch.long_url.iter().for_each(|_| next("long_url"));
+        patch.is_active.iter().for_each(|_| next("is_active"));
+        patch.group_id.iter().for_each(|_| next("group_id"));
+        patch.expires_at.iter().for_each(|_| next("expires_at"));
+        patch
+            .forward_query
+            .iter()
+            .for_each(|_| next("forward_query"));
+        let sql = format!(
+            "UPDATE links SET {} WHERE id = $1 AND account_id = $2",
+            sets.join(", ")
+        );
+        let mut tx = self.write.begin().await?;
+        if let Some(group) = &patch.group_id {
+            let owned = sqlx::query("SELECT id FROM groups WHERE id = $1 AND account_id = $2")
+                .bind(group)
+                .bind(account_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if owned.is_none() {
+                // Checked before the link, so another account's link id with a bad group is still a 404 below.
+                get_link_in(&mut tx, account_id, link_id).await?;
+                return Err(StoreError::Invalid(
+                    "group_id is not one of this account's groups".to_owned(),
+                ));
+            }
+        }
+        let mut update = sqlx::query(&sql).bind(link_id).bind(account_id);
+        if let Some(url) = &patch.long_url {
+            update = update.bind(url.as_str());
+        }
+        if let Some(active) = patch.is_active {
+            update = update.bind(i64::from(active));
+        }
+        if let Some(group) = &patch.group_id {
+            update = update.bind(group.as_str());
+        }
+        if let Some(expires) = patch.expires_at {
+            update = update.bind(expires.map(|t| t.0));
+        }
+        if let Some(forward) = patch.forward_query {
+            update = update.bind(i64::from(forward));
+        }
+        if update.execute(&mut *tx).await?.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Link));
+        }
+        let link = get_link_in(&mut tx, account_id, link_id).await?;
+        outbox::enqueue(
+            &mut tx,
+            &[kv_model::link_key(&link.domain, &link.short_code)],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(link)
+    }
+
+    /// Deletes one of the account's links: the edge drops it (the outbox deletes its KV key), its short code is
+    /// free again, its clicks are gone, and its creation still counts against its key's limit for the rest of
+    /// the hour.
+    pub async fn delete_link(&self, account_id: &str, link_id: &str) -> Result<(), StoreError> {
+        let now = Micros::now().0;
+        let window_start = RateLimitState::window_start(now);
+        let mut tx = self.write.begin().await?;
+        let row = sqlx::query(
+            "SELECT l.created_by_key, l.created_at, l.short_code, d.host FROM links l \
+             JOIN domains d ON d.id = l.domain_id WHERE l.id = $1 AND l.account_id = $2",
+        )
+        .bind(link_id)
+        .bind(account_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Link))?;
+        let created_at: i64 = row.try_get("created_at")?;
+        if let Some(key) = row.try_get::<Option<String>, _>("created_by_key")? {
+            sqlx::query("DELETE FROM deleted_creations WHERE key_id = $1 AND created_at <= $2")
+                .bind(&key)
+                .bind(window_start)
+                .execute(&mut *tx)
+                .await?;
+            if created_at > window_start {
+                sqlx::query("INSERT INTO deleted_creations (key_id, created_at) VALUES ($1, $2)")
+                    .bind(&key)
+                    .bind(created_at)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        sqlx::query("DELETE FROM links WHERE id = $1")
+            .bind(link_id)
+            .execute(&mut *tx)
+            .await?;
+        forget_clicks(&mut tx, account_id, link_id).await?;
+        sqlx::query("UPDATE accounts SET link_count = link_count - 1 WHERE id = $1")
+            .bind(account_id)
+            .execute(&mut *tx)
+            .await?;
+        let key = kv_model::link_key(
+            &row.try_get::<String, _>("host")?,
+            &row.try_get::<String, _>("short_code")?,
+        );
+        outbox::enqueue(&mut tx, &[key]).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
