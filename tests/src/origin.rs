@@ -274,10 +274,9 @@ impl Origin {
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten());
             if let Some(status) = exited {
-                panic!(
-                    "origin-api serve exited with {status}; see {}",
-                    db.dir().join("origin.log").display()
-                );
+                // The log lives in the database's temporary directory, which goes with the test: show it here.
+                let log = std::fs::read_to_string(db.dir().join("origin.log")).unwrap_or_default();
+                panic!("origin-api serve exited with {status}; its log:\n{log}");
             }
             let healthy = origin
                 .client

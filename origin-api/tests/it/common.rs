@@ -388,6 +388,8 @@ pub struct Server {
     pub child: Child,
     pub base: String,
     pub log: PathBuf,
+    /// The addresses that stood for [`FREE_ADDR`] in the arguments, in order.
+    pub addrs: Vec<String>,
 }
 
 impl Drop for Server {
@@ -403,7 +405,8 @@ pub async fn start_server(url: &str, rust_log: &str) -> Server {
     start_server_with(url, rust_log, &[], &[]).await
 }
 
-/// A free port on 127.0.0.1 (for a listener the server is told to open).
+/// A free port on 127.0.0.1 (for a listener the server is told to open). A port is bound and
+/// released here, so another bind in the meantime can take it: [`start_server_with`] retries then.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -412,38 +415,78 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// [`start_server`] with more `serve` arguments and environment variables.
+/// In [`start_server_with`]'s arguments: a fresh `127.0.0.1:PORT` on each attempt (see [`Server::addrs`]).
+pub const FREE_ADDR: &str = "<free-addr>";
+
+/// How long a spawned origin may take to answer /healthz (it migrates a fresh database first, on a
+/// machine the rest of the suite keeps busy).
+const STARTUP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// [`start_server`] with more `serve` arguments and environment variables. A port picked by
+/// [`free_port`] can be taken by another test before the server binds it; when the server stops
+/// because of that, it is started again on new ports. Any other early stop, or no answer by the
+/// deadline, fails the test with the server's log.
 pub async fn start_server_with(
     url: &str,
     rust_log: &str,
     args: &[&str],
     envs: &[(&str, &str)],
 ) -> Server {
-    let port = free_port();
-    let log = std::env::temp_dir().join(format!(
-        "shortlink-serve-{}.log",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let child = Command::new(env!("CARGO_BIN_EXE_origin-api"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(args)
-        .env("DATABASE_URL", url)
-        .env("RUST_LOG", rust_log)
-        .envs(envs.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(r) = reqwest::get(format!("{base}/healthz")).await {
-            if r.status() == 200 {
-                break;
+    for _attempt in 0..5 {
+        let port = free_port();
+        let log = std::env::temp_dir().join(format!(
+            "shortlink-serve-{}.log",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let mut addrs = Vec::new();
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if *a == FREE_ADDR {
+                    let addr = format!("127.0.0.1:{}", free_port());
+                    addrs.push(addr.clone());
+                    addr
+                } else {
+                    (*a).to_owned()
+                }
+            })
+            .collect();
+        let child = Command::new(env!("CARGO_BIN_EXE_origin-api"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(&args)
+            .env("DATABASE_URL", url)
+            .env("RUST_LOG", rust_log)
+            .envs(envs.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut server = Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            log,
+            addrs,
+        };
+        let deadline = Instant::now() + STARTUP_DEADLINE;
+        loop {
+            if let Ok(r) = reqwest::get(format!("{}/healthz", server.base)).await {
+                if r.status() == 200 {
+                    return server;
+                }
             }
+            if let Some(status) = server.child.try_wait().unwrap() {
+                let log = std::fs::read_to_string(&server.log).unwrap_or_default();
+                if log.contains("cannot listen on") {
+                    break;
+                }
+                panic!("the server stopped before it was ready ({status}); its log:\n{log}");
+            }
+            if Instant::now() >= deadline {
+                let log = std::fs::read_to_string(&server.log).unwrap_or_default();
+                panic!("the server did not become ready in {STARTUP_DEADLINE:?}; its log:\n{log}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(Instant::now() < deadline, "server did not become ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Server { child, base, log }
+    panic!("the server lost its port to another process five times in a row");
 }

@@ -2,7 +2,7 @@
 //! their own listener, and `/internal/v1/…` on a listener of their own. Each test runs the real `origin-api serve`
 //! process, as an operator would.
 
-use crate::common::{Engine, TestApp, TestDb, free_port, start_server_with};
+use crate::common::{Engine, FREE_ADDR, TestApp, TestDb, start_server_with};
 use serde_json::{Value, json};
 
 const SECRET: &str = "internal-secret-for-tests";
@@ -93,15 +93,14 @@ fn metric(text: &str, series: &str) -> Option<f64> {
 
 async fn metrics_on_their_own_listener(engine: Engine) {
     let test_db = TestDb::new(engine).await;
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
     let server = start_server_with(
         &test_db.url,
         "warn",
-        &["--metrics-listen", &listen],
+        &["--metrics-listen", FREE_ADDR],
         &[("INTERNAL_API_SECRET", SECRET)],
     )
     .await;
+    let listen = server.addrs[0].clone();
     let app = TestApp::on(test_db).await;
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
@@ -179,14 +178,14 @@ async fn metrics_on_their_own_listener(engine: Engine) {
 
 async fn internal_routes_on_their_own_listener(engine: Engine) {
     let test_db = TestDb::new(engine).await;
-    let internal = format!("127.0.0.1:{}", free_port());
     let server = start_server_with(
         &test_db.url,
         "warn",
-        &["--internal-listen", &internal],
+        &["--internal-listen", FREE_ADDR],
         &[("INTERNAL_API_SECRET", SECRET)],
     )
     .await;
+    let internal = server.addrs[0].clone();
     let app = TestApp::on(test_db).await;
     let acc = app.account(true).await;
     let client = reqwest::Client::new();
