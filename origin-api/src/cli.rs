@@ -11,7 +11,7 @@ use crate::startup::{
 use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use shortlink_store::domain::{GroupSettings, Hostname, LongUrl};
+use shortlink_store::domain::{GroupSettings, Hostname, LongUrl, Password};
 use shortlink_store::{Db, DomainOwner, DomainRow, GroupRow, LinkPatch, StoreError};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -93,6 +93,30 @@ pub struct ServeArgs {
     #[arg(long, env = "CLICK_RETENTION_DAYS", default_value_t = DEFAULT_CLICK_RETENTION_DAYS,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CLICK_RETENTION_DAYS)))]
     click_retention_days: u32,
+    /// The origin's public base URL, e.g. https://links-admin.example.com: dashboard invitations point there, and
+    /// over https the dashboard's session cookie is Secure (set it when a TLS proxy is in front). Default: the
+    /// listen address over http.
+    #[arg(long, env = "PUBLIC_BASE_URL", value_parser = public_url)]
+    public_url: Option<String>,
+}
+
+/// An http(s) base URL without path, query or credentials.
+fn public_url(raw: &str) -> Result<String, String> {
+    let rest = raw
+        .strip_prefix("https://")
+        .or_else(|| raw.strip_prefix("http://"))
+        .ok_or("must start with https:// or http://")?;
+    let host = rest.trim_end_matches('/');
+    if host.is_empty()
+        || host.contains(['/', '?', '#', '@'])
+        || host.chars().any(char::is_whitespace)
+    {
+        return Err(
+            "must be a scheme and a host (and port), e.g. https://links-admin.example.com"
+                .to_owned(),
+        );
+    }
+    Ok(raw.trim_end_matches('/').to_owned())
 }
 
 impl From<ServeArgs> for Settings {
@@ -112,6 +136,7 @@ impl From<ServeArgs> for Settings {
             metrics_listen: a.metrics_listen,
             click_retention_days: a.click_retention_days,
             prune_interval: PRUNE_INTERVAL,
+            public_url: a.public_url,
         }
     }
 }
@@ -209,6 +234,26 @@ pub enum AccountCmd {
         /// Create the account without permission to use the management API (its key gets 403).
         #[arg(long)]
         no_api_access: bool,
+    },
+    /// Invite the holder of EMAIL to the dashboard (creating the account if there is none): prints a one-use URL
+    /// where they set their password, valid 72 hours. A new invitation replaces the previous one.
+    Invite {
+        /// Account email.
+        #[arg(long)]
+        email: String,
+        /// The origin's public base URL the invitation points at (as `serve --public-url`).
+        #[arg(long, env = "PUBLIC_BASE_URL", value_parser = public_url)]
+        public_url: Option<String>,
+        /// Used when no public URL is set: the invitation points at this listen address over http.
+        #[arg(long, env = "LISTEN_ADDR", default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+    },
+    /// Set the dashboard password of EMAIL's account, read from the first line of standard input (never an
+    /// argument: those show in the process list). For seeding; people set theirs through an invitation.
+    SetPassword {
+        /// Account email.
+        #[arg(long)]
+        email: String,
     },
     /// Look an account up by email (extension: for scripts that seed idempotently).
     Get {
@@ -459,6 +504,29 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
         }) => {
             let a = db.create_account(&email, !no_api_access).await?;
             json!({ "id": a.id, "default_group_id": a.default_group_id })
+        }
+        Admin::Account(AccountCmd::Invite {
+            email,
+            public_url,
+            listen,
+        }) => {
+            let invite = db.invite(&email).await?;
+            let base = public_url.unwrap_or_else(|| format!("http://{listen}"));
+            json!({
+                "invite_url": format!("{base}/dashboard/invite/{}", invite.token.expose()),
+                "expires_at": invite.expires_at.to_iso8601(),
+            })
+        }
+        Admin::Account(AccountCmd::SetPassword { email }) => {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map_err(|e| {
+                invalid(format!("cannot read the password from standard input: {e}"))
+            })?;
+            let line = line.trim_end_matches(['\r', '\n']);
+            let password = Password::new(line, line).map_err(invalid)?;
+            let account = db.find_account(&email).await?;
+            db.set_password(&account.id, &password).await?;
+            json!({ "id": account.id })
         }
         Admin::Account(AccountCmd::Get { email }) => {
             let a = db.find_account(&email).await?;

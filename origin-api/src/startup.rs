@@ -59,6 +59,10 @@ pub struct Settings {
     pub click_retention_days: u32,
     /// How often old raw clicks and batch ids are pruned.
     pub prune_interval: Duration,
+    /// The origin's public base URL (`https://links-admin.example.com`): invitation URLs are built on it, form
+    /// posts from it are accepted, and when it is https the dashboard's session cookie is `Secure`. None: the
+    /// listen address over http (development).
+    pub public_url: Option<String>,
 }
 
 impl Settings {
@@ -79,7 +83,16 @@ impl Settings {
             metrics_listen: None,
             click_retention_days: DEFAULT_CLICK_RETENTION_DAYS,
             prune_interval: PRUNE_INTERVAL,
+            public_url: None,
         }
+    }
+
+    /// The public base URL without a trailing slash: the setting, or `http://<listen address>`.
+    pub fn public_base_url(&self) -> String {
+        self.public_url
+            .as_deref()
+            .map(|u| u.trim_end_matches('/').to_owned())
+            .unwrap_or_else(|| format!("http://{}", self.listen))
     }
 }
 
@@ -169,6 +182,10 @@ impl Application {
                 .clone()
                 .filter(|s| !s.expose_secret().is_empty()),
             publisher: PublisherHandle::default(),
+            public_url: settings
+                .public_url
+                .as_ref()
+                .map(|u| u.trim_end_matches('/').to_owned()),
         };
         Ok(Self {
             listener,

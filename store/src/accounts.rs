@@ -153,7 +153,7 @@ impl Db {
 }
 
 /// Trims and lowercases an email; refuses anything that is plainly not one.
-fn normalise_email(raw: &str) -> Result<String, StoreError> {
+pub(crate) fn normalise_email(raw: &str) -> Result<String, StoreError> {
     let email = raw.trim().to_lowercase();
     let valid = email.len() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())

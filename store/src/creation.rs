@@ -12,8 +12,8 @@ use sqlx::{AnyConnection, Row};
 /// What create-link needs, already validated.
 #[derive(Debug, Clone)]
 pub struct CreateLink {
-    /// The authenticated key (the limit is per key).
-    pub key_id: String,
+    /// Who creates it: the hourly limit is counted per creator.
+    pub creator: Creator,
     /// Its account.
     pub account_id: String,
     /// Destination.
@@ -28,6 +28,28 @@ pub struct CreateLink {
     pub expires_at: Option<Micros>,
     /// Whether the edge appends the visitor's query string to the destination.
     pub forward_query: bool,
+}
+
+/// Who creates a link. The hourly limit (spec 8) is per API key; the dashboard's creations are counted apart, per
+/// account, with the same limit: a person at a form gets the budget a key gets, and regenerating the key does not
+/// reset it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Creator {
+    /// The API key with this row id.
+    ApiKey(String),
+    /// The account's holder, signed in to the dashboard.
+    Dashboard,
+}
+
+impl CreateLink {
+    /// What `links.created_by_key` and `deleted_creations.key_id` record, and the limit counts by: the key's row
+    /// id, or `dashboard:<account id>` (never a UUID, so never a key's).
+    pub(crate) fn rate_subject(&self) -> String {
+        match &self.creator {
+            Creator::ApiKey(id) => id.clone(),
+            Creator::Dashboard => format!("dashboard:{}", self.account_id),
+        }
+    }
 }
 
 /// A created link (spec 2 "Link (as created)").
@@ -77,7 +99,14 @@ pub(crate) async fn insert_link(
     code: &ShortCode,
     now: i64,
 ) -> Result<Attempt, StoreError> {
-    let limit = rate_window(conn, &req.key_id, now).await?;
+    let subject = req.rate_subject();
+    let limit = rate_window(
+        conn,
+        &subject,
+        matches!(req.creator, Creator::ApiKey(_)),
+        now,
+    )
+    .await?;
     if limit.remaining == 0 {
         return Err(StoreError::RateLimited(limit));
     }
@@ -93,7 +122,7 @@ pub(crate) async fn insert_link(
     .bind(code.as_str())
     .bind(req.long_url.as_str())
     .bind(now)
-    .bind(&req.key_id)
+    .bind(&subject)
     .bind(req.expires_at.map(|t| t.0))
     .bind(i64::from(req.forward_query))
     .execute(&mut *conn)
@@ -159,12 +188,13 @@ pub(crate) async fn record_created(
     outbox::enqueue(conn, &keys).await
 }
 
-/// What is left of the key's limit in the window ending now: the key's own links created
-/// in the last hour, including those deleted since (`deleted_creations`, see [`crate::link_edits`]). Also checks
-/// that the key still exists (it may have been revoked since authentication), in the same statement.
+/// What is left of the creator's limit in the window ending now: its own links created in the last hour,
+/// including those deleted since (`deleted_creations`, see [`crate::link_edits`]). For a key, also checks that it
+/// still exists (it may have been revoked since authentication), in the same statement.
 async fn rate_window(
     conn: &mut AnyConnection,
     key_id: &str,
+    is_key: bool,
     now: i64,
 ) -> Result<RateLimitState, StoreError> {
     let row = sqlx::query(
@@ -176,7 +206,7 @@ async fn rate_window(
     .bind(RateLimitState::window_start(now))
     .fetch_one(&mut *conn)
     .await?;
-    if row.try_get::<i64, _>("key_exists")? == 0 {
+    if is_key && row.try_get::<i64, _>("key_exists")? == 0 {
         return Err(StoreError::KeyRevoked);
     }
     Ok(RateLimitState::from_window(

@@ -16,6 +16,17 @@ pub enum DomainOwner {
     Account(String),
 }
 
+/// A domain as the dashboard lists it: platform domains and the account's own, with their state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainState {
+    /// Hostname.
+    pub domain: String,
+    /// Shared by every account (false: one of the account's custom domains).
+    pub is_platform: bool,
+    /// New links may go on it and it redirects.
+    pub enabled: bool,
+}
+
 /// A domain as listed (spec 2 "Domain").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DomainRow {
@@ -110,5 +121,27 @@ impl Db {
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         domains.sort_by(|a, b| (&a.domain, &a.id).cmp(&(&b.domain, &b.id)));
         Ok(domains)
+    }
+
+    /// The enabled platform domains and every custom domain of the account (enabled or not): platform ones
+    /// first, then by hostname.
+    pub async fn account_domains(&self, account_id: &str) -> Result<Vec<DomainState>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT host, is_platform, enabled FROM domains \
+             WHERE (is_platform = 1 AND enabled = 1) OR account_id = $1 ORDER BY is_platform DESC, host",
+        )
+        .bind(account_id)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(DomainState {
+                    domain: r.try_get("host")?,
+                    is_platform: r.try_get::<i64, _>("is_platform")? != 0,
+                    enabled: r.try_get::<i64, _>("enabled")? != 0,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(Into::into)
     }
 }

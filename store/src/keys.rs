@@ -6,6 +6,9 @@ use crate::ids::new_id;
 use crate::pool::{Db, require_account_in};
 use sqlx::Row;
 
+/// How stale the key's `last_used_at` may get.
+const LAST_USED_RESOLUTION_MICROS: i64 = 60 * 1_000_000;
+
 /// Who a valid key belongs to.
 #[derive(Debug, Clone)]
 pub struct AuthContext {
@@ -48,6 +51,29 @@ impl Db {
         Ok(())
     }
 
+    /// The account's key as the dashboard shows it: masked form, creation and last use (ISO 8601), if it has one.
+    pub async fn api_key_info(
+        &self,
+        account_id: &str,
+    ) -> Result<Option<(String, String, Option<String>)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT masked, created_at, last_used_at FROM api_keys WHERE account_id = $1",
+        )
+        .bind(account_id)
+        .fetch_optional(&self.read)
+        .await?;
+        row.map(|r| {
+            Ok((
+                r.try_get("masked")?,
+                Micros(r.try_get("created_at")?).to_iso8601(),
+                r.try_get::<Option<i64>, _>("last_used_at")?
+                    .map(|t| Micros(t).to_iso8601()),
+            ))
+        })
+        .transpose()
+        .map_err(|e: sqlx::Error| e.into())
+    }
+
     /// The masked form of the account's key, if it has one (what a dashboard shows).
     pub async fn masked_api_key(&self, account_id: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT masked FROM api_keys WHERE account_id = $1")
@@ -62,7 +88,7 @@ impl Db {
     pub async fn authenticate(&self, key: &ApiKey) -> Result<Option<AuthContext>, StoreError> {
         let hash = key.hash();
         let row = sqlx::query(
-            "SELECT k.id, k.key_hash, a.id AS account_id, a.api_access, a.disabled \
+            "SELECT k.id, k.key_hash, k.last_used_at, a.id AS account_id, a.api_access, a.disabled \
              FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1",
         )
         .bind(hash.as_str())
@@ -73,8 +99,20 @@ impl Db {
         if !stored.matches(&hash) {
             return Ok(None);
         }
+        let key_id: String = row.try_get("id")?;
+        // "Last used" for the dashboard, to the minute: one write a minute per busy key, not one per request.
+        let now = Micros::now().0;
+        let last_used: Option<i64> = row.try_get("last_used_at")?;
+        if last_used.is_none_or(|t| now - t >= LAST_USED_RESOLUTION_MICROS) {
+            // Best effort: a busy database must not fail the request over a display field.
+            let _ = sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(&key_id)
+                .execute(&self.write)
+                .await;
+        }
         Ok(Some(AuthContext {
-            key_id: row.try_get("id")?,
+            key_id,
             account_id: row.try_get("account_id")?,
             api_access: row.try_get::<i64, _>("api_access")? != 0,
             disabled: row.try_get::<i64, _>("disabled")? != 0,

@@ -30,13 +30,14 @@ mod pool;
 mod publishing;
 mod rate_limit;
 mod sql_chunks;
+mod web_auth;
 
 pub use accounts::{AccountRow, NewAccount};
 pub use click_retention::Aged;
 pub use click_stats::{ClickStats, DayCount, StatsScope, TOP_VALUES, ValueCount};
 pub use clicks::Ingested;
-pub use creation::{CreateLink, CreatedLink};
-pub use domains::{DomainOwner, DomainRow};
+pub use creation::{CreateLink, CreatedLink, Creator};
+pub use domains::{DomainOwner, DomainRow, DomainState};
 pub use error::{Entity, StoreError};
 pub use groups::{GroupRow, Owner};
 pub use keys::AuthContext;
@@ -47,3 +48,7 @@ pub use links::{LinkPage, ListedLink};
 pub use pool::{Db, Engine, PoolUse};
 pub use publishing::OutboxLag;
 pub use rate_limit::{RATE_LIMIT, RateLimitState};
+pub use web_auth::{
+    INVITE_TTL_MICROS, Invite, NewSession, SESSION_ABSOLUTE_MICROS, SESSION_IDLE_MICROS,
+    SessionAccount, SignIn, THROTTLE_FAILURES, THROTTLE_WINDOW_MICROS,
+};

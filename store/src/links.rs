@@ -6,7 +6,7 @@
 
 use crate::blocklist;
 use crate::creation::{
-    Attempt, CreateLink, CreatedLink, Retry, Target, insert_link, record_created,
+    Attempt, CreateLink, CreatedLink, Creator, Retry, Target, insert_link, record_created,
 };
 use crate::domain::{MatchMode, Micros, ShortCode, generate_short_code, prefix_upper_bound};
 use crate::error::{Entity, StoreError};
@@ -161,11 +161,22 @@ impl Db {
     ) -> Result<Attempt, StoreError> {
         let now = Micros::now().0;
         let mut tx = self.write.begin().await?;
-        sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-            .bind(now)
-            .bind(&req.key_id)
-            .execute(&mut *tx)
-            .await?;
+        match &req.creator {
+            Creator::ApiKey(key_id) => {
+                sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                    .bind(now)
+                    .bind(key_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            // The dashboard's creations serialise on the account row instead.
+            Creator::Dashboard => {
+                sqlx::query("UPDATE accounts SET link_count = link_count WHERE id = $1")
+                    .bind(&req.account_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
         let attempt = insert_link(&mut tx, req, target, code, now).await?;
         if let Ok((link, _)) = &attempt {
             record_created(&mut tx, &[(req.account_id.as_str(), link)]).await?;

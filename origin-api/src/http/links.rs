@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use shortlink_store::domain::{ListQuery, LongUrl, Micros, ShortCode};
-use shortlink_store::{AuthContext, CreateLink, DomainRow};
+use shortlink_store::{AuthContext, CreateLink, Creator, DomainRow};
 use utoipa::ToSchema;
 
 /// The routes of this resource.
@@ -75,7 +75,7 @@ impl CreateLinkBody {
             .transpose()
             .map_err(|e| ApiError::Validation(e.to_string()))?;
         Ok(CreateLink {
-            key_id: caller.key_id.clone(),
+            creator: Creator::ApiKey(caller.key_id.clone()),
             account_id: caller.account_id.clone(),
             long_url,
             short_code,

@@ -62,6 +62,23 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
     if routes != Routes::Public {
         router = router.merge(internal::router());
     }
+    if routes != Routes::Internal {
+        let dashboard = shortlink_dashboard::router(shortlink_dashboard::DashboardState {
+            db: state.db.clone(),
+            wake: state.publisher.wake.clone(),
+            secure_cookies: state
+                .public_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://")),
+            public_origin: state.public_url.clone(),
+            client_ip_header: state.client_ip.header.clone(),
+        });
+        // The dashboard answers every path under /dashboard itself, its own 404 page included.
+        router = router
+            .route_service("/dashboard", dashboard.clone())
+            .route_service("/dashboard/", dashboard.clone())
+            .route_service("/dashboard/{*rest}", dashboard);
+    }
     router
         .route_layer(middleware::from_fn(observe::note_route))
         .fallback(|| async { ApiError::NotFound })

@@ -24,6 +24,8 @@ pub struct AppState {
     pub internal_secret: Option<SecretString>,
     /// Wakes the publisher after a change, and its counters.
     pub publisher: PublisherHandle,
+    /// The origin's public base URL, when configured (the dashboard's cookie and Origin rules).
+    pub public_url: Option<String>,
 }
 
 impl FromRef<AppState> for ClientIpSource {

@@ -1,0 +1,137 @@
+// The dashboard's only script. Pages work without it; it adds copy buttons and the dynamic-link builder, which
+// the HTML ships `hidden` so that nothing inert shows when JavaScript is off.
+
+import { buildPayload, buildToken, dynamicLinkUrl, localDateTimeToUnix } from "./dynamic-link.js";
+
+const COPIED_MS = 1500;
+
+setUpCopyButtons();
+setUpBuilder();
+
+function setUpCopyButtons() {
+  const labels = new WeakMap();
+  const timers = new WeakMap();
+
+  for (const button of document.querySelectorAll("button[data-copy]")) {
+    button.hidden = false;
+    button.addEventListener("click", async () => {
+      const source = document.getElementById(button.dataset.copy);
+      if (!source) {
+        return;
+      }
+      if (!(await copyText(source))) {
+        // The fallback left the text selected and focused, ready for the keyboard shortcut.
+        announce("Copy failed: the text is selected, press Ctrl+C to copy it");
+        return;
+      }
+      // The fallback had to focus the input; give keyboard users their place back.
+      if (document.activeElement === source) {
+        button.focus();
+      }
+      announce("Copied");
+      // Keep the first label: a second click within 1.5 s must not make "Copied" the label to restore.
+      if (!labels.has(button)) {
+        labels.set(button, button.textContent);
+      }
+      button.textContent = "Copied";
+      clearTimeout(timers.get(button));
+      timers.set(button, setTimeout(() => {
+        button.textContent = labels.get(button);
+      }, COPIED_MS));
+    });
+  }
+}
+
+async function copyText(input) {
+  if (navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(input.value);
+      return true;
+    } catch {
+      // Denied (permissions, document not focused): the selection route below may still work.
+    }
+  }
+  // navigator.clipboard only exists in secure contexts; on plain http the old command is all there is.
+  input.focus();
+  input.select();
+  input.setSelectionRange(0, input.value.length); // iOS ignores select() alone
+  try {
+    return document.execCommand("copy");
+  } catch {
+    return false;
+  }
+}
+
+function announce(message) {
+  const status = document.getElementById("copy-status");
+  if (!status) {
+    return;
+  }
+  if (status.textContent !== message) {
+    status.textContent = message;
+    return;
+  }
+  // A live region speaks only when its text changes: clear it, then set it again so a repeat copy is announced.
+  status.textContent = "";
+  setTimeout(() => {
+    status.textContent = message;
+  }, 100);
+}
+
+function setUpBuilder() {
+  const form = document.getElementById("dynamic-builder");
+  if (!form) {
+    return;
+  }
+  const field = (id) => document.getElementById(id);
+  const result = field("dl-result");
+  const error = field("dl-error");
+  let latest = 0;
+
+  form.hidden = false;
+  const noJs = field("dl-nojs");
+  if (noJs) {
+    noJs.hidden = true;
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    // Encryption is async: if the form is submitted twice quickly, only the last submission may write.
+    const run = ++latest;
+    let url = "";
+    let message = "";
+    try {
+      url = await buildUrl(form, field);
+    } catch (err) {
+      message = err instanceof Error ? err.message : String(err);
+    }
+    if (run !== latest) {
+      return;
+    }
+    result.value = url;
+    error.textContent = message;
+  });
+}
+
+async function buildUrl(form, field) {
+  const expires = field("dl-expires");
+  // An incomplete date reads as "" — which would silently mean "never expires".
+  if (expires.validity?.badInput) {
+    throw new Error("Expires at is incomplete: fill in the date and time, or clear it for no expiry");
+  }
+  const expiresAt = localDateTimeToUnix(expires.value);
+  if (expiresAt !== undefined && expiresAt <= Date.now() / 1000) {
+    throw new Error("Expires at must be in the future");
+  }
+  const domain = field("dl-domain").value;
+  if (!domain) {
+    throw new Error("Choose a domain");
+  }
+  const payload = buildPayload({
+    destination: field("dl-destination").value,
+    backParam: field("dl-back").value,
+    expiresAt,
+  });
+  const token = await buildToken(form.dataset.groupKey, payload);
+  return dynamicLinkUrl(domain, form.dataset.groupId, token);
+}

@@ -1,0 +1,74 @@
+//! The dashboard's one error type, each variant mapped explicitly to a status and a page. Validation problems
+//! are not errors here: they are shown next to their field on the re-rendered form.
+
+use crate::views::{ErrorPage, render};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use shortlink_store::StoreError;
+
+/// Why a dashboard request was not served.
+#[derive(Debug, thiserror::Error)]
+pub enum DashboardError {
+    /// No such page, or a link or group that is not the signed-in account's (the same answer for both).
+    #[error("not found")]
+    NotFound,
+    /// No live session: go and sign in.
+    #[error("sign-in required")]
+    SignInRequired,
+    /// A form without this session's CSRF token.
+    #[error("CSRF token missing or wrong")]
+    CsrfToken,
+    /// A form posted from another site.
+    #[error("cross-site post")]
+    CrossSite,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl IntoResponse for DashboardError {
+    fn into_response(self) -> Response {
+        let (status, title, message) = match &self {
+            Self::SignInRequired => {
+                return (
+                    [(header::CACHE_CONTROL, "no-store")],
+                    Redirect::to("/dashboard/sign-in"),
+                )
+                    .into_response();
+            }
+            Self::NotFound | Self::Store(StoreError::NotFound(_)) => (
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "There is nothing here, or it is not yours.",
+            ),
+            Self::CsrfToken | Self::CrossSite => (
+                StatusCode::FORBIDDEN,
+                "Form refused",
+                "This form was not sent from this dashboard's page, or the page is too old. Go back, reload the page and try again.",
+            ),
+            Self::Store(StoreError::Unavailable(_)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Try again in a moment",
+                "The service is busy right now. Nothing was changed.",
+            ),
+            Self::Store(e) => {
+                // Logged without the request's data: the store's messages name no secret.
+                tracing::error!(error = %e, "dashboard request failed");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Something went wrong",
+                    "The request failed on our side and has been logged.",
+                )
+            }
+        };
+        (
+            status,
+            render(&ErrorPage {
+                nav: None,
+                title,
+                message,
+            }),
+        )
+            .into_response()
+    }
+}

@@ -1,0 +1,92 @@
+//! The forms' bodies. Every field defaults to empty, so a form with a missing field is refused by the handler
+//! with a message next to that field rather than by the extractor with a bare 422; axum's body limit bounds size.
+
+use serde::Deserialize;
+
+/// A form with nothing but the session's CSRF token (sign-out, generate, revoke, delete, …).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct CsrfOnly {
+    pub(crate) csrf: String,
+    /// Where to go afterwards (`list`: the links page), for the buttons that appear in two places.
+    pub(crate) back: String,
+}
+
+/// Sign-in.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SignInForm {
+    pub(crate) email: String,
+    pub(crate) password: String,
+}
+
+/// A new password, typed twice (invitation).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct NewPasswordForm {
+    pub(crate) password: String,
+    pub(crate) confirm: String,
+}
+
+/// Change password (profile).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ChangePasswordForm {
+    pub(crate) csrf: String,
+    pub(crate) current: String,
+    pub(crate) password: String,
+    pub(crate) confirm: String,
+}
+
+/// New group.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct GroupForm {
+    pub(crate) csrf: String,
+    pub(crate) name: String,
+}
+
+/// A group's settings; unchecked checkboxes are absent from the body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SettingsForm {
+    pub(crate) csrf: String,
+    pub(crate) allow: String,
+    pub(crate) block: String,
+    pub(crate) block_bots: Option<String>,
+    pub(crate) fallback: String,
+    pub(crate) interstitial: String,
+    pub(crate) analytics: Option<String>,
+}
+
+/// New link.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct LinkForm {
+    pub(crate) csrf: String,
+    pub(crate) long_url: String,
+    pub(crate) short_code: String,
+    pub(crate) group_id: String,
+    pub(crate) domain_id: String,
+}
+
+/// A link's edit form.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct EditForm {
+    pub(crate) csrf: String,
+    pub(crate) long_url: String,
+    pub(crate) expires_at: String,
+    pub(crate) forward_query: Option<String>,
+}
+
+/// The links page's query: page number and the destination filter.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ListParams {
+    pub(crate) page: Option<String>,
+    pub(crate) destination: String,
+    #[serde(rename = "match")]
+    pub(crate) match_mode: String,
+    pub(crate) done: Option<String>,
+}

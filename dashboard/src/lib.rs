@@ -1,0 +1,103 @@
+//! The dashboard: the web pages where an account holder manages their API key, groups, links and domains, served
+//! by the origin under `/dashboard/`. Server-rendered HTML (askama, escaped by default), one stylesheet and one
+//! small script, all embedded in the binary; every flow but the dynamic-link builder works without JavaScript.
+//!
+//! Every rule lives in the store: this crate turns forms into the store's validated types and the store's
+//! answers into pages, and adds only what a browser needs: sessions, CSRF protection and confirmation steps.
+
+mod assets;
+mod chart;
+mod error;
+mod forms;
+mod pages;
+mod security;
+mod session;
+mod views;
+
+pub use error::DashboardError;
+
+use axum::Router;
+use axum::routing::{get, post};
+use shortlink_store::Db;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// How the dashboard is reached and what it shares with the rest of the origin.
+#[derive(Debug, Clone)]
+pub struct DashboardState {
+    /// The store.
+    pub db: Db,
+    /// Wakes the publisher after a change, so the edge learns of it at once.
+    pub wake: Arc<Notify>,
+    /// Mark the session cookie `Secure` (the dashboard is served over https, directly or behind a TLS proxy).
+    pub secure_cookies: bool,
+    /// The origin's public base URL (`https://admin.example.com`), whose origin a form post may also come from;
+    /// posts from the page's own host are always accepted.
+    pub public_origin: Option<String>,
+    /// The header that carries the client's address behind a proxy (sign-in throttling); default: the peer.
+    pub client_ip_header: Option<String>,
+}
+
+/// The dashboard's routes (full paths, `/dashboard/…`), with its security headers and its own 404 page.
+pub fn router(state: DashboardState) -> Router {
+    use pages::{auth, domains, groups, key, links};
+    Router::new()
+        .route(
+            "/dashboard",
+            get(|| async { axum::response::Redirect::permanent("/dashboard/") }),
+        )
+        .route("/dashboard/", get(links::index))
+        .route("/dashboard/links", post(links::create))
+        .route("/dashboard/links/{id}", get(links::show).post(links::edit))
+        .route("/dashboard/links/{id}/pause", post(links::pause))
+        .route("/dashboard/links/{id}/resume", post(links::resume))
+        .route(
+            "/dashboard/links/{id}/delete",
+            get(links::confirm_delete).post(links::delete),
+        )
+        .route("/dashboard/links/{id}/qr.svg", get(links::qr_svg))
+        .route("/dashboard/links/{id}/qr.png", get(links::qr_png))
+        .route("/dashboard/groups", get(groups::index).post(groups::create))
+        .route("/dashboard/groups/{id}", get(groups::show))
+        .route(
+            "/dashboard/groups/{id}/settings",
+            post(groups::save_settings),
+        )
+        .route(
+            "/dashboard/groups/{id}/rotate",
+            get(groups::confirm_rotate).post(groups::rotate),
+        )
+        .route(
+            "/dashboard/groups/{id}/delete",
+            get(groups::confirm_delete).post(groups::delete),
+        )
+        .route("/dashboard/key", get(key::show))
+        .route("/dashboard/key/generate", post(key::generate))
+        .route(
+            "/dashboard/key/regenerate",
+            get(key::confirm_regenerate).post(key::generate),
+        )
+        .route(
+            "/dashboard/key/revoke",
+            get(key::confirm_revoke).post(key::revoke),
+        )
+        .route("/dashboard/domains", get(domains::index))
+        .route("/dashboard/profile", get(auth::profile))
+        .route("/dashboard/profile/password", post(auth::change_password))
+        .route(
+            "/dashboard/sign-in",
+            get(auth::sign_in_page).post(auth::sign_in),
+        )
+        .route("/dashboard/sign-out", post(auth::sign_out))
+        .route(
+            "/dashboard/invite/{token}",
+            get(auth::invite_page_get).post(auth::accept_invite),
+        )
+        .route("/dashboard/assets/{file}", get(assets::serve))
+        .fallback(|| async { DashboardError::NotFound })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            security::guard,
+        ))
+        .with_state(state)
+}

@@ -1,0 +1,547 @@
+//! Links: the home page (list, filter, pages, create), a link's page (edit, QR code, clicks), pause, resume and
+//! delete. Creation goes through the store's `create_link` like the API's, with the dashboard as the creator.
+
+use super::{Done, nav, see_other, show_time, uuid};
+use crate::DashboardState;
+use crate::chart;
+use crate::error::DashboardError;
+use crate::forms::{CsrfOnly, EditForm, LinkForm, ListParams};
+use crate::session::SignedIn;
+use crate::views::{
+    Choice, ConfirmPage, CountRow, CreateForm, LinkItem, LinkPage, LinksPage, render,
+};
+use axum::Form;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use link_qr::{Format, QrRequest};
+use shortlink_store::domain::{Day, LongUrl, MatchMode, Micros, ShortCode};
+use shortlink_store::{
+    CreateLink, Creator, LinkPatch, ListedLink, StatsScope, StoreError, ValueCount,
+};
+
+/// Links per page (the number).
+const PAGE_SIZE: u32 = 20;
+/// Days in the link page's chart.
+const CHART_DAYS: i64 = 30;
+/// Longest filter value: a destination is at most 2048 characters.
+const MAX_FILTER: usize = 2048;
+
+/// Active, Paused or Expired: what a visitor gets now.
+fn status(link: &ListedLink) -> &'static str {
+    let expired = link
+        .expires_at
+        .as_deref()
+        .and_then(|t| Micros::parse_rfc3339_utc("expires_at", t).ok())
+        .is_some_and(|t| t <= Micros::now());
+    if !link.is_active {
+        "Paused"
+    } else if expired {
+        "Expired"
+    } else {
+        "Active"
+    }
+}
+
+/// The store's destination messages speak of the API's field; the form says "destination URL".
+fn readable(message: &str) -> String {
+    let m = message.replacen("long_url", "The destination URL", 1);
+    let m = m.replacen("short_code", "The short code", 1);
+    if m.ends_with('.') { m } else { format!("{m}.") }
+}
+
+/// `GET /dashboard/`: the account's links, newest first.
+pub(crate) async fn index(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Query(params): Query<ListParams>,
+) -> Result<Response, DashboardError> {
+    let notice = Done {
+        done: params.done.clone(),
+    }
+    .notice();
+    let page = links_page(&state, &user, &params, CreateForm::default(), None, notice).await?;
+    Ok(render(&page).into_response())
+}
+
+async fn links_page(
+    state: &DashboardState,
+    user: &SignedIn,
+    params: &ListParams,
+    form: CreateForm,
+    selected: Option<(&str, &str)>,
+    notice: Option<&'static str>,
+) -> Result<LinksPage, DashboardError> {
+    let account = &user.account.account_id;
+    let filter: String = params.destination.trim().chars().take(MAX_FILTER).collect();
+    let starts_with = params.match_mode == "starts_with";
+    let mode = if starts_with {
+        MatchMode::StartsWith
+    } else {
+        MatchMode::Exact
+    };
+    let page: u64 = params
+        .page
+        .as_deref()
+        .and_then(|p| p.parse().ok())
+        .filter(|p| *p >= 1 && *p <= 1_000_000)
+        .unwrap_or(1);
+    let offset = (page - 1) * u64::from(PAGE_SIZE);
+    let listed = state
+        .db
+        .list_links(
+            account,
+            PAGE_SIZE,
+            offset,
+            (!filter.is_empty()).then_some((filter.as_str(), mode)),
+        )
+        .await?;
+    let link_to = |p: u64| {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        if p > 1 {
+            q.append_pair("page", &p.to_string());
+        }
+        if !filter.is_empty() {
+            q.append_pair("destination", &filter);
+            q.append_pair("match", if starts_with { "starts_with" } else { "exact" });
+        }
+        let q = q.finish();
+        if q.is_empty() {
+            "/dashboard/".to_owned()
+        } else {
+            format!("/dashboard/?{q}")
+        }
+    };
+    let shown = u64::try_from(listed.results.len()).unwrap_or(0);
+    let total = u64::try_from(listed.total).unwrap_or(0);
+    let links = listed
+        .results
+        .iter()
+        .map(|l| LinkItem {
+            id: l.id.clone(),
+            short_url: l.short_url(),
+            long_url: l.long_url.clone(),
+            status: status(l),
+            is_active: l.is_active,
+            created: show_time(&l.created_at),
+        })
+        .collect();
+    let (group_sel, domain_sel) = selected.unwrap_or((&user.account.default_group_id, ""));
+    let mut groups: Vec<Choice> = state
+        .db
+        .list_groups(account)
+        .await?
+        .into_iter()
+        .map(|(id, name)| Choice {
+            selected: id == group_sel,
+            value: id,
+            label: name,
+        })
+        .collect();
+    groups.sort_by(|a, b| a.label.to_lowercase().cmp(&b.label.to_lowercase()));
+    let domains = state
+        .db
+        .enabled_domains(account)
+        .await?
+        .into_iter()
+        .map(|d| Choice {
+            selected: d.id == domain_sel,
+            value: d.id,
+            label: d.domain,
+        })
+        .collect();
+    Ok(LinksPage {
+        nav: nav(user, "links"),
+        title: "Links",
+        csrf: user.csrf.clone(),
+        links,
+        total: listed.total,
+        first: if shown == 0 { 0 } else { offset + 1 },
+        last: offset + shown,
+        prev: (page > 1).then(|| link_to(page - 1)),
+        next: (offset + shown < total).then(|| link_to(page + 1)),
+        filter,
+        starts_with,
+        filtered: !params.destination.trim().is_empty(),
+        groups,
+        domains,
+        form,
+        notice,
+    })
+}
+
+/// `POST /dashboard/links`: the API's rules and hourly limit, with each refusal next to its field.
+pub(crate) async fn create(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Form(form): Form<LinkForm>,
+) -> Result<Response, DashboardError> {
+    user.check_csrf(&form.csrf)?;
+    let mut shown = CreateForm {
+        long_url: form.long_url.chars().take(4096).collect(),
+        short_code: form.short_code.chars().take(100).collect(),
+        ..CreateForm::default()
+    };
+    let long_url = LongUrl::parse(form.long_url.trim()).map_err(|e| readable(&e.0));
+    let short_code = match form.short_code.trim() {
+        "" => Ok(None),
+        code => ShortCode::parse(code)
+            .map(Some)
+            .map_err(|e| readable(&e.to_string())),
+    };
+    let (long_url, short_code) = match (long_url, short_code) {
+        (Ok(u), Ok(c)) => (u, c),
+        (u, c) => {
+            shown.long_url_error = u.err();
+            shown.short_code_error = c.err();
+            return refused(&state, &user, &form, shown).await;
+        }
+    };
+    let request = CreateLink {
+        creator: Creator::Dashboard,
+        account_id: user.account.account_id.clone(),
+        long_url,
+        short_code,
+        group_id: uuid(&form.group_id),
+        domain_id: uuid(&form.domain_id),
+        expires_at: None,
+        forward_query: true,
+    };
+    match state.db.create_link(&request).await {
+        Ok(_) => {
+            state.wake.notify_one();
+            Ok(see_other("/dashboard/?done=created"))
+        }
+        Err(e) => {
+            match e {
+                StoreError::ShortCodeExists => {
+                    shown.short_code_error =
+                        Some("This short code is taken on this domain.".to_owned());
+                }
+                StoreError::BlockedDestination => {
+                    shown.long_url_error =
+                        Some("Links to this destination's domain are not allowed.".to_owned());
+                }
+                StoreError::RateLimited(limit) => {
+                    let minutes = (limit.retry_after + 59) / 60;
+                    shown.error = Some(format!(
+                        "You created {} links in the last hour, the limit. The next one is possible in {minutes} minute{}.",
+                        limit.limit,
+                        if minutes == 1 { "" } else { "s" }
+                    ));
+                }
+                StoreError::PlatformDomainUnavailable => {
+                    shown.error =
+                        Some("No domain is available for new links right now.".to_owned());
+                }
+                StoreError::Invalid(message) => shown.error = Some(readable(&message)),
+                other => return Err(other.into()),
+            }
+            refused(&state, &user, &form, shown).await
+        }
+    }
+}
+
+/// The links page again, with the create form as typed and its errors.
+async fn refused(
+    state: &DashboardState,
+    user: &SignedIn,
+    form: &LinkForm,
+    shown: CreateForm,
+) -> Result<Response, DashboardError> {
+    let selected = Some((form.group_id.as_str(), form.domain_id.as_str()));
+    let page = links_page(state, user, &ListParams::default(), shown, selected, None).await?;
+    Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response())
+}
+
+/// One of the account's links; another account's, or a malformed id, is not found.
+async fn own_link(
+    state: &DashboardState,
+    user: &SignedIn,
+    raw: &str,
+) -> Result<ListedLink, DashboardError> {
+    let id = uuid(raw).ok_or(DashboardError::NotFound)?;
+    Ok(state.db.get_link(&user.account.account_id, &id).await?)
+}
+
+/// A stored expiry as a `datetime-local` value in UTC (`2030-01-31T12:00`).
+fn expiry_field(link: &ListedLink) -> String {
+    link.expires_at
+        .as_deref()
+        .and_then(|t| t.get(..16))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn rows(values: &[ValueCount], unknown: &str) -> Vec<CountRow> {
+    values
+        .iter()
+        .map(|v| CountRow {
+            label: v.value.clone().unwrap_or_else(|| unknown.to_owned()),
+            clicks: v.clicks,
+        })
+        .collect()
+}
+
+async fn link_page(
+    state: &DashboardState,
+    user: &SignedIn,
+    link: ListedLink,
+    typed: Option<(String, String, bool)>,
+    error: Option<String>,
+    notice: Option<&'static str>,
+) -> Result<LinkPage, DashboardError> {
+    let to = Day::today();
+    let from = to.plus(-(CHART_DAYS - 1));
+    let stats = state
+        .db
+        .click_stats(
+            &user.account.account_id,
+            StatsScope::Link(&link.id),
+            from,
+            to,
+        )
+        .await?
+        .ok_or(DashboardError::NotFound)?;
+    let (long_url, expires_at, forward_query) = typed.unwrap_or_else(|| {
+        (
+            link.long_url.clone(),
+            expiry_field(&link),
+            link.forward_query,
+        )
+    });
+    Ok(LinkPage {
+        nav: nav(user, "links"),
+        title: link.short_url(),
+        csrf: user.csrf.clone(),
+        short_url: link.short_url(),
+        status: status(&link),
+        is_active: link.is_active,
+        id: link.id,
+        long_url,
+        expires_at,
+        forward_query,
+        error,
+        notice,
+        chart: chart::clicks_per_day(&stats.by_day, from, to),
+        total_clicks: stats.total,
+        countries: rows(&stats.by_country, "Unknown"),
+        devices: rows(&stats.by_device, "Unknown"),
+        referrers: rows(&stats.by_referrer, "None (direct)"),
+    })
+}
+
+/// `GET /dashboard/links/{id}`.
+pub(crate) async fn show(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+    Query(done): Query<Done>,
+) -> Result<Response, DashboardError> {
+    let link = own_link(&state, &user, &id).await?;
+    Ok(render(&link_page(&state, &user, link, None, None, done.notice()).await?).into_response())
+}
+
+/// `POST /dashboard/links/{id}`: destination, expiry (UTC; empty: never) and query forwarding.
+pub(crate) async fn edit(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<EditForm>,
+) -> Result<Response, DashboardError> {
+    user.check_csrf(&form.csrf)?;
+    let link = own_link(&state, &user, &id).await?;
+    let typed = (
+        form.long_url.chars().take(4096).collect::<String>(),
+        form.expires_at.chars().take(40).collect::<String>(),
+        form.forward_query.is_some(),
+    );
+    let patch = match patch(&link, &form) {
+        Ok(p) => p,
+        Err(message) => {
+            let page = link_page(&state, &user, link, Some(typed), Some(message), None).await?;
+            return Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response());
+        }
+    };
+    match state
+        .db
+        .update_link(&user.account.account_id, &link.id, &patch)
+        .await
+    {
+        Ok(_) => {
+            state.wake.notify_one();
+            Ok(see_other(&format!(
+                "/dashboard/links/{}?done=saved",
+                link.id
+            )))
+        }
+        Err(e @ (StoreError::BlockedDestination | StoreError::Invalid(_))) => {
+            let message = match e {
+                StoreError::Invalid(m) => readable(&m),
+                _ => "Links to this destination's domain are not allowed.".to_owned(),
+            };
+            let page = link_page(&state, &user, link, Some(typed), Some(message), None).await?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The changes the edit form asks for. An expiry left as it was is not sent again, so a link that has expired
+/// can still get a new destination without a "must be in the future" refusal.
+fn patch(link: &ListedLink, form: &EditForm) -> Result<LinkPatch, String> {
+    let long_url = LongUrl::parse(form.long_url.trim()).map_err(|e| readable(&e.0))?;
+    let raw = form.expires_at.trim();
+    let expires_at = if raw == expiry_field(link) {
+        None
+    } else if raw.is_empty() {
+        Some(None)
+    } else {
+        // datetime-local sends `YYYY-MM-DDTHH:MM`, sometimes with seconds; the field is in UTC.
+        let full = if raw.len() == 16 {
+            format!("{raw}:00Z")
+        } else {
+            format!("{raw}Z")
+        };
+        let at = Micros::parse_rfc3339_utc("expires_at", &full)
+            .map_err(|_| "Expires at must be a date and time, like 2030-01-31T12:00.".to_owned())?;
+        if at <= Micros::now() {
+            return Err("Expires at must be in the future.".to_owned());
+        }
+        Some(Some(at))
+    };
+    Ok(LinkPatch {
+        long_url: (long_url.as_str() != link.long_url).then_some(long_url),
+        expires_at,
+        forward_query: Some(form.forward_query.is_some()),
+        ..LinkPatch::default()
+    })
+}
+
+async fn set_active(
+    state: &DashboardState,
+    user: &SignedIn,
+    id: &str,
+    form: &CsrfOnly,
+    active: bool,
+) -> Result<Response, DashboardError> {
+    user.check_csrf(&form.csrf)?;
+    let link = own_link(state, user, id).await?;
+    let patch = LinkPatch {
+        is_active: Some(active),
+        ..LinkPatch::default()
+    };
+    state
+        .db
+        .update_link(&user.account.account_id, &link.id, &patch)
+        .await?;
+    state.wake.notify_one();
+    let done = if active { "resumed" } else { "paused" };
+    Ok(if form.back == "list" {
+        see_other(&format!("/dashboard/?done={done}"))
+    } else {
+        see_other(&format!("/dashboard/links/{}?done={done}", link.id))
+    })
+}
+
+/// `POST /dashboard/links/{id}/pause`: visitors go to the domain's fallback.
+pub(crate) async fn pause(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfOnly>,
+) -> Result<Response, DashboardError> {
+    set_active(&state, &user, &id, &form, false).await
+}
+
+/// `POST /dashboard/links/{id}/resume`.
+pub(crate) async fn resume(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfOnly>,
+) -> Result<Response, DashboardError> {
+    set_active(&state, &user, &id, &form, true).await
+}
+
+/// `GET /dashboard/links/{id}/delete`: the confirmation.
+pub(crate) async fn confirm_delete(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+) -> Result<Response, DashboardError> {
+    let link = own_link(&state, &user, &id).await?;
+    Ok(render(&ConfirmPage {
+        nav: nav(&user, "links"),
+        title: format!("Delete {}?", link.short_url()),
+        message: "The link stops redirecting at once, its short code becomes free for a new link, and its click history is deleted.".to_owned(),
+        csrf: user.csrf.clone(),
+        action: format!("/dashboard/links/{}/delete", link.id),
+        button: "Delete link",
+        cancel: format!("/dashboard/links/{}", link.id),
+    })
+    .into_response())
+}
+
+/// `POST /dashboard/links/{id}/delete`.
+pub(crate) async fn delete(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfOnly>,
+) -> Result<Response, DashboardError> {
+    user.check_csrf(&form.csrf)?;
+    let link = own_link(&state, &user, &id).await?;
+    state
+        .db
+        .delete_link(&user.account.account_id, &link.id)
+        .await?;
+    state.wake.notify_one();
+    Ok(see_other("/dashboard/?done=deleted"))
+}
+
+async fn qr(
+    state: &DashboardState,
+    user: &SignedIn,
+    id: &str,
+    format: Format,
+) -> Result<Response, DashboardError> {
+    let link = own_link(state, user, id).await?;
+    let short_url = link.short_url();
+    let request = QrRequest {
+        format,
+        ..QrRequest::default()
+    };
+    let rendered = tokio::task::spawn_blocking(move || link_qr::render(&short_url, request))
+        .await
+        .map_err(|e| StoreError::Internal(e.to_string()))?
+        .map_err(|e| StoreError::Internal(e.to_string()))?;
+    let extension = if format == Format::Png { "png" } else { "svg" };
+    let disposition = format!("inline; filename=\"qr-{}.{extension}\"", link.short_code);
+    Ok((
+        [
+            (header::CONTENT_TYPE, rendered.content_type.to_owned()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        rendered.body,
+    )
+        .into_response())
+}
+
+/// `GET /dashboard/links/{id}/qr.svg`.
+pub(crate) async fn qr_svg(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+) -> Result<Response, DashboardError> {
+    qr(&state, &user, &id, Format::Svg).await
+}
+
+/// `GET /dashboard/links/{id}/qr.png`.
+pub(crate) async fn qr_png(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+) -> Result<Response, DashboardError> {
+    qr(&state, &user, &id, Format::Png).await
+}

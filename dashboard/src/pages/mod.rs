@@ -1,0 +1,113 @@
+//! The handlers, one file per section of the dashboard. What they share: the header, the one-word notices after
+//! a redirect, and how a time is shown.
+
+pub(crate) mod auth;
+pub(crate) mod domains;
+pub(crate) mod groups;
+pub(crate) mod key;
+pub(crate) mod links;
+
+use crate::session::SignedIn;
+use crate::views::Nav;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+/// The header of a signed-in page.
+pub(crate) fn nav(user: &SignedIn, current: &'static str) -> Option<Nav> {
+    Some(Nav {
+        email: user.account.email.clone(),
+        csrf: user.csrf.clone(),
+        current,
+    })
+}
+
+/// `?done=…` after a redirect: a word from this list picks a fixed message, so no user text is ever reflected.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Done {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+impl Done {
+    pub(crate) fn notice(&self) -> Option<&'static str> {
+        Some(match self.done.as_deref()? {
+            "created" => "Created.",
+            "saved" => "Saved.",
+            "deleted" => "Deleted.",
+            "paused" => "Paused: visitors now go to the domain's fallback page.",
+            "resumed" => "Resumed: the link redirects again.",
+            "revoked" => "The key is revoked. Requests with it now get 401.",
+            "rotated" => "The group has a new key. Tokens signed with the old key no longer work.",
+            "password" => "Your password is changed. Your other sessions are signed out.",
+            _ => return None,
+        })
+    }
+}
+
+/// A `303 See Other` to `to`: the answer to every successful form post, so a reload never posts again.
+pub(crate) fn see_other(to: &str) -> Response {
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(to) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+/// An ISO 8601 instant (`2026-11-23T14:05:09.123456Z`) as the dashboard shows it: `2026-11-23 14:05 UTC`.
+pub(crate) fn show_time(iso: &str) -> String {
+    match (iso.get(..10), iso.get(11..16)) {
+        (Some(date), Some(time)) => format!("{date} {time} UTC"),
+        _ => iso.to_owned(),
+    }
+}
+
+/// A UUID from a path or form, normalised as the store keeps it; anything else is None (then: not found).
+pub(crate) fn uuid(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    let ok = raw.len() == 36
+        && raw.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        });
+    ok.then(|| raw.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_ids() {
+        assert_eq!(
+            show_time("2026-11-23T14:05:09.123456Z"),
+            "2026-11-23 14:05 UTC"
+        );
+        assert_eq!(
+            uuid("0F8FAD5B-D9CB-469F-A165-70867728950E").as_deref(),
+            Some("0f8fad5b-d9cb-469f-a165-70867728950e")
+        );
+        for bad in [
+            "",
+            "x",
+            "0f8fad5b-d9cb-469f-a165-70867728950",
+            "0f8fad5b_d9cb-469f-a165-70867728950e",
+        ] {
+            assert!(uuid(bad).is_none(), "{bad}");
+        }
+        assert_eq!(
+            Done {
+                done: Some("created".into())
+            }
+            .notice(),
+            Some("Created.")
+        );
+        assert_eq!(
+            Done {
+                done: Some("<script>".into())
+            }
+            .notice(),
+            None
+        );
+    }
+}
