@@ -17,7 +17,7 @@ mod views;
 pub use error::DashboardError;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use shortlink_store::Db;
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -38,7 +38,8 @@ pub struct DashboardState {
     pub client_ip_header: Option<String>,
 }
 
-/// The dashboard's routes (full paths, `/dashboard/…`), with its security headers and its own 404 page.
+/// The dashboard's routes (full paths, `/dashboard/…`), with its security headers and its own 404 page, to be
+/// merged into the origin's router.
 pub fn router(state: DashboardState) -> Router {
     use pages::{auth, domains, groups, key, links};
     Router::new()
@@ -94,7 +95,12 @@ pub fn router(state: DashboardState) -> Router {
             get(auth::invite_page_get).post(auth::accept_invite),
         )
         .route("/dashboard/assets/{file}", get(assets::serve))
-        .fallback(|| async { DashboardError::NotFound })
+        // Its own 404 page for any other path under /dashboard/ (a route, not a fallback: the origin merges this
+        // router into its own, which has the API's fallback).
+        .route(
+            "/dashboard/{*rest}",
+            any(|| async { DashboardError::NotFound }),
+        )
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             security::guard,

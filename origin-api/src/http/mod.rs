@@ -62,22 +62,20 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
     if routes != Routes::Public {
         router = router.merge(internal::router());
     }
+    let mut router = router.with_state(state.clone());
     if routes != Routes::Internal {
-        let dashboard = shortlink_dashboard::router(shortlink_dashboard::DashboardState {
-            db: state.db.clone(),
-            wake: state.publisher.wake.clone(),
-            secure_cookies: state
-                .public_url
-                .as_deref()
-                .is_some_and(|u| u.starts_with("https://")),
-            public_origin: state.public_url.clone(),
-            client_ip_header: state.client_ip.header.clone(),
-        });
-        // The dashboard answers every path under /dashboard itself, its own 404 page included.
-        router = router
-            .route_service("/dashboard", dashboard.clone())
-            .route_service("/dashboard/", dashboard.clone())
-            .route_service("/dashboard/{*rest}", dashboard);
+        router = router.merge(shortlink_dashboard::router(
+            shortlink_dashboard::DashboardState {
+                db: state.db.clone(),
+                wake: state.publisher.wake.clone(),
+                secure_cookies: state
+                    .public_url
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("https://")),
+                public_origin: state.public_url.clone(),
+                client_ip_header: state.client_ip.header.clone(),
+            },
+        ));
     }
     router
         .route_layer(middleware::from_fn(observe::note_route))
@@ -92,7 +90,6 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
         .layer(PropagateRequestIdLayer::new(observe::REQUEST_ID))
         .layer(SetRequestIdLayer::new(observe::REQUEST_ID, MakeRequestUuid))
         .layer(middleware::from_fn(observe::sanitize_request_id))
-        .with_state(state)
 }
 
 /// The metrics listener (`--metrics-listen`): `GET /metrics` in the Prometheus text format.

@@ -11,6 +11,7 @@ mod auth;
 mod backup;
 mod cli;
 mod create_link;
+mod dashboard;
 mod faults;
 mod groups;
 mod isolation;
