@@ -72,9 +72,7 @@ pub enum SignIn {
 /// takes as long to refuse as a wrong password.
 fn decoy_hash() -> &'static str {
     static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    DECOY.get_or_init(|| {
-        hash_blocking(&SecretToken::generate().expose().to_owned()).unwrap_or_default()
-    })
+    DECOY.get_or_init(|| hash_blocking(SecretToken::generate().expose()).unwrap_or_default())
 }
 
 fn hash_blocking(password: &str) -> Result<String, StoreError> {

@@ -143,8 +143,27 @@ fn ensure_pip(requirements: &str) -> Result {
     Ok(())
 }
 
+/// Debian's Chromium for the dashboard's browser tests (Playwright's own browser download does not work here).
+fn ensure_chromium() -> Result {
+    if Path::new("/usr/bin/chromium").exists() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing chromium (apt)");
+    run(Command::new("apt-get").args(["install", "-y", "--no-install-recommends", "chromium"]))
+        .or_else(|_| {
+            run(Command::new("apt-get").arg("update"))?;
+            run(Command::new("apt-get").args([
+                "install",
+                "-y",
+                "--no-install-recommends",
+                "chromium",
+            ]))
+        })
+}
+
 fn test() -> Result {
     ensure_postgres()?;
+    ensure_chromium()?;
     ensure_wasm_target()?;
     // The snippet check's Python side.
     ensure_pip("snippets/requirements.txt")?;
@@ -213,6 +232,8 @@ impl Drop for Guard {
 
 const DEMO_EMAIL: &str = "demo@shortlink.local";
 const DEMO_DOMAIN: &str = "sho.localhost";
+/// The demo account's dashboard password: printed by `cargo xtask dev`, for a development database only.
+const DEMO_PASSWORD: &str = "shortlink-demo";
 
 fn admin(bin: &Path, db: &str, args: &[&str]) -> Result<serde_json::Value> {
     let out = output(
@@ -322,6 +343,21 @@ fn dev() -> Result {
         )?,
         "api_key",
     )?;
+    // The dashboard's demo password (a development database only; people set theirs through an invitation).
+    let mut set_password = Command::new(&bin)
+        .args(["admin", "account", "set-password", "--email", DEMO_EMAIL])
+        .env("DATABASE_URL", &db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run origin-api admin account set-password: {e}"))?;
+    if let Some(mut stdin) = set_password.stdin.take() {
+        use std::io::Write;
+        writeln!(stdin, "{DEMO_PASSWORD}").map_err(|e| e.to_string())?;
+    }
+    if !set_password.wait().map_err(|e| e.to_string())?.success() {
+        return Err("setting the demo account's dashboard password failed".to_owned());
+    }
     // The local edge's KV starts empty: queue the whole read model for the publisher.
     admin(&bin, &db, &["admin", "republish"])?;
 
@@ -369,6 +405,7 @@ fn dev() -> Result {
     println!(
         r#"
 Shortlink is running.
+  dashboard http://{origin_addr}/dashboard/   (email {DEMO_EMAIL}, password {DEMO_PASSWORD})
   origin    http://{origin_addr}   (database {db})
   edge      http://{edge_addr}   (the worker in local workerd; name the domain in the Host header)
   API key   {key}

@@ -138,7 +138,7 @@ async fn links_page(
             label: name,
         })
         .collect();
-    groups.sort_by(|a, b| a.label.to_lowercase().cmp(&b.label.to_lowercase()));
+    groups.sort_by_key(|g| g.label.to_lowercase());
     let domains = state
         .db
         .enabled_domains(account)

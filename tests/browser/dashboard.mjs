@@ -1,0 +1,590 @@
+// The dashboard in a real browser, end to end: invitation, sign-in, API key, groups, the dynamic-link builder,
+// links (create, pause, resume, clicks, QR code, edit, delete), domains and profile, checked against what the
+// real edge worker then does with the published data. Every page is screenshotted at desktop and phone width and
+// checked with axe-core. Elements are found by their accessible role, label or text only: those names are the
+// dashboard's contract with its users (and with assistive technology), so a renamed label fails here.
+//
+// Run by tests/tests/dashboard_browser.rs, which starts the origin and the worker; by hand:
+//   DASHBOARD_URL=http://127.0.0.1:8080 INVITE_URL=… EDGE_URL=http://127.0.0.1:8787/ EDGE_HOST=go.example.com \
+//   ACCOUNT_EMAIL=… SCREENSHOT_DIR=target/dashboard-screenshots CHROMIUM=/usr/bin/chromium \
+//   node tests/browser/dashboard.mjs
+// Optional: EDGE_FALLBACK, the domain's fallback URL (where paused links and blocked bots go); HEADED=1.
+
+import assert from "node:assert/strict";
+import http from "node:http";
+import { mkdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+function env(name) {
+  const value = process.env[name];
+  assert.ok(value, `environment variable ${name} is required`);
+  return value;
+}
+
+const DASHBOARD_URL = env("DASHBOARD_URL").replace(/\/$/, "");
+const INVITE_URL = env("INVITE_URL");
+const EDGE_URL = env("EDGE_URL");
+const EDGE_HOST = env("EDGE_HOST");
+const ACCOUNT_EMAIL = env("ACCOUNT_EMAIL");
+const SCREENSHOT_DIR = env("SCREENSHOT_DIR");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const EDGE_FALLBACK = process.env.EDGE_FALLBACK;
+
+const BROWSER_UA =
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
+const BOT_UA = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
+
+// The origin publishes to the worker in the background, and the worker caches records for a couple of seconds.
+const PROPAGATION_MS = 20_000;
+// Clicks travel worker → origin after the redirect (batched): allow for a loaded machine.
+const CLICKS_MS = 30_000;
+
+const AXE_SOURCE = readFileSync(join(repo, "node_modules/axe-core/axe.min.js"), "utf8");
+const unique = Math.random().toString(36).slice(2, 8);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers
+
+function step(message) {
+  console.log(`\n== ${message}`);
+}
+
+/** Calls `fn` until it returns something truthy (returned), or fails after `ms` with `what` and the last value. */
+async function poll(fn, what, ms = PROPAGATION_MS) {
+  const start = Date.now();
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) {
+        console.log(`   ${what}: after ${Date.now() - start} ms`);
+        return last;
+      }
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() - start > ms) {
+      assert.fail(`${what}: not within ${ms} ms (last: ${last instanceof Error ? last.stack : JSON.stringify(last)})`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * A request to the worker for `path` on EDGE_HOST, as a visitor's browser makes it. node:http, because fetch may
+ * not set Host; redirects are not followed. Returns status and Location.
+ */
+function visitEdge(path, headers = {}, method = "GET") {
+  const url = new URL(path, EDGE_URL);
+  return new Promise((resolveVisit, reject) => {
+    const req = http.request(
+      url,
+      { method, headers: { Host: EDGE_HOST, "User-Agent": BROWSER_UA, ...headers } },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolveVisit({ status: res.statusCode, location: res.headers.location }));
+      },
+    );
+    req.setTimeout(10_000, () => req.destroy(new Error(`timeout on ${method} ${path}`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** Whether a visit to `path` is redirected to `location` (HEAD by default: a HEAD is never counted as a click). */
+async function redirectsTo(path, location, headers = {}, method = "HEAD") {
+  const v = await visitEdge(path, headers, method);
+  return [302, 307].includes(v.status) && v.location === location ? v : false;
+}
+
+/** The API as a program calls it: `GET /api/v1/external/groups` with `key`; returns the status. */
+async function apiStatus(key) {
+  const res = await fetch(`${DASHBOARD_URL}/api/v1/external/groups`, { headers: { Authorization: `Token ${key}` } });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** Full-page screenshots at desktop and phone width (`<name>-1280.png`, `<name>-390.png`), each checked by axe. */
+async function shoot(page, name) {
+  for (const size of [DESKTOP, PHONE]) {
+    await page.setViewportSize(size);
+    await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}-${size.width}.png`), fullPage: true });
+    await axeCheck(page, `${name} at ${size.width}px`);
+  }
+  await page.setViewportSize(DESKTOP);
+}
+
+const axeProblems = [];
+
+/**
+ * Runs axe-core in the page and records violations of impact "serious" or "critical" (reported together at the
+ * end, so one run shows them all). The page's CSP (`default-src 'self'`) refuses an injected <script>; code
+ * evaluated through the DevTools protocol is not subject to it, so axe's source is evaluated instead.
+ */
+async function axeCheck(page, name) {
+  if (!(await page.evaluate(() => typeof window.axe !== "undefined"))) {
+    await page.evaluate(AXE_SOURCE);
+  }
+  const results = await page.evaluate(() =>
+    window.axe.run(document, { resultTypes: ["violations"] }),
+  );
+  for (const v of results.violations) {
+    const line = `${name}: [${v.impact}] ${v.id}: ${v.help} (${v.helpUrl})\n${v.nodes
+      .map((n) => `      ${n.target.join(" ")}: ${n.failureSummary?.replace(/\n/g, " ")}`)
+      .join("\n")}`;
+    if (v.impact === "serious" || v.impact === "critical") {
+      axeProblems.push(line);
+      console.log(`   AXE ${line}`);
+    } else {
+      console.log(`   axe (minor) ${line}`);
+    }
+  }
+}
+
+/** The main navigation's link `name`. */
+function nav(page, name) {
+  return page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true });
+}
+
+async function expectHeading(page, name) {
+  const heading = page.getByRole("heading", { level: 1 });
+  const text = (await heading.textContent())?.trim();
+  assert.ok(text?.includes(name), `expected the page heading "${name}", got "${text}" at ${page.url()}`);
+}
+
+async function expectText(page, text) {
+  const count = await page.getByText(text, { exact: false }).count();
+  assert.ok(count > 0, `expected "${text}" on ${page.url()}`);
+}
+
+async function expectSignedIn(page) {
+  for (const name of ["Links", "Groups", "API key", "Domains", "Profile"]) {
+    assert.equal(await nav(page, name).count(), 1, `nav link "${name}" on ${page.url()}`);
+  }
+  assert.equal(await page.getByRole("button", { name: "Sign out" }).count(), 1, "the Sign out button");
+}
+
+async function signIn(page, email, password) {
+  await page.getByLabel("Email", { exact: true }).fill(email);
+  await page.getByLabel("Password", { exact: true }).fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForLoadState();
+}
+
+async function signOut(page) {
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.waitForURL("**/dashboard/sign-in");
+}
+
+/** The value of the read-only field labelled `label`. */
+async function fieldValue(page, label) {
+  return page.getByLabel(label, { exact: true }).inputValue();
+}
+
+/** The links-page row whose destination link reads `longUrl`. */
+function linkRow(page, longUrl) {
+  return page.getByRole("row").filter({ has: page.getByRole("link", { name: longUrl, exact: true }) });
+}
+
+/** A table's rows as arrays of cell texts, the table found by its caption. */
+async function tableRows(page, caption) {
+  const table = page.getByRole("table", { name: caption, exact: true });
+  assert.equal(await table.count(), 1, `a table captioned "${caption}" on ${page.url()}`);
+  const rows = await table.getByRole("row").all();
+  const out = [];
+  for (const row of rows) {
+    const cells = await row.getByRole("cell").allTextContents();
+    if (cells.length) out.push(cells.map((c) => c.trim()));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Problems the browser reports (script errors, CSP refusals, failed assets) fail the run at the end.
+
+const browserProblems = [];
+
+function watch(page) {
+  page.on("pageerror", (err) => browserProblems.push(`page error on ${page.url()}: ${err.message}`));
+  page.on("console", (msg) => {
+    // "Failed to load resource" repeats a response's status, which the listener below judges (404 pages are fine).
+    if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource"))
+      browserProblems.push(`console error on ${page.url()}: ${msg.text()}`);
+  });
+  page.on("response", (res) => {
+    const url = res.url();
+    // Refused forms answer 422 by design; everything a page loads by itself must succeed.
+    if (res.status() >= 400 && res.request().resourceType() !== "document") {
+      browserProblems.push(`${res.status()} for ${url} (on ${page.url()})`);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+mkdirSync(SCREENSHOT_DIR, { recursive: true });
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: !process.env.HEADED,
+  args: ["--no-sandbox"],
+});
+const started = Date.now();
+try {
+  const context = await browser.newContext({ viewport: DESKTOP, userAgent: BROWSER_UA });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  watch(page);
+
+  const password = `first-${unique}-password`;
+  const newPassword = `second-${unique}-password`;
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("invitation: choose a password");
+  await page.goto(INVITE_URL);
+  await expectHeading(page, "Welcome to Shortlink");
+  await expectText(page, ACCOUNT_EMAIL);
+  await shoot(page, "invite");
+  // Mismatched passwords first: the server refuses them and the invitation stays usable.
+  await page.getByLabel("New password", { exact: true }).fill(password);
+  await page.getByLabel("Confirm password", { exact: true }).fill(`${password}-not-the-same`);
+  await page.getByRole("button", { name: "Set password" }).click();
+  await page.waitForLoadState();
+  assert.ok(page.url().includes("/dashboard/invite/"), `mismatched passwords must stay on the invitation: ${page.url()}`);
+  assert.ok((await page.getByRole("alert").count()) > 0, "an error for mismatched passwords");
+  await shoot(page, "invite-error");
+  await page.getByLabel("New password", { exact: true }).fill(password);
+  await page.getByLabel("Confirm password", { exact: true }).fill(password);
+  await page.getByRole("button", { name: "Set password" }).click();
+  await page.waitForURL(`${DASHBOARD_URL}/dashboard/`);
+  await expectHeading(page, "Links");
+  await expectSignedIn(page);
+  await shoot(page, "links-empty");
+
+  // An invitation works once.
+  const spent = await context.newPage();
+  await spent.goto(INVITE_URL);
+  await expectHeading(spent, "This invitation cannot be used");
+  await shoot(spent, "invite-used");
+  await spent.close();
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("sign out, a wrong password, sign in");
+  await signOut(page);
+  await expectHeading(page, "Sign in");
+  await shoot(page, "sign-in");
+  await signIn(page, ACCOUNT_EMAIL, "not-the-password-at-all");
+  await expectText(page, "Wrong email or password.");
+  await shoot(page, "sign-in-error");
+  await signIn(page, ACCOUNT_EMAIL, password);
+  await page.waitForURL(`${DASHBOARD_URL}/dashboard/`);
+  await expectSignedIn(page);
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("API key: generate, use, mask, regenerate, revoke");
+  await nav(page, "API key").click();
+  await expectHeading(page, "API key");
+  await shoot(page, "key-none");
+  await page.getByRole("button", { name: "Generate key" }).click();
+  const firstKey = await fieldValue(page, "Your new API key");
+  assert.match(firstKey, /^slk_[A-Za-z0-9]{20,}$/, "the new key is shown");
+  assert.equal(
+    await page.getByLabel("Your new API key", { exact: true }).getAttribute("readonly"),
+    "",
+    "the key field is read-only",
+  );
+  await shoot(page, "key-new");
+  assert.equal(await apiStatus(firstKey), 200, "the new key works with the API");
+
+  // Shown once: the page as reached again has only the masked form.
+  await page.goto(`${DASHBOARD_URL}/dashboard/key`);
+  const keyHtml = await page.content();
+  assert.ok(!keyHtml.includes(firstKey), "the full key must not be in the key page once it was shown");
+  assert.ok(!keyHtml.includes(firstKey.slice(4, 20)), "no part of the key's secret in the page");
+  const masked = `slk_${"*".repeat(firstKey.length - 8)}${firstKey.slice(-4)}`;
+  assert.ok(keyHtml.includes(masked), `the masked key ${masked} is shown`);
+  assert.equal(await page.getByLabel("Your new API key").count(), 0, "no key field on a plain visit");
+  await shoot(page, "key-masked");
+
+  await page.getByRole("button", { name: "Regenerate key" }).click();
+  await expectHeading(page, "Regenerate the API key?");
+  await shoot(page, "confirm-regenerate");
+  await page.getByRole("button", { name: "Regenerate key" }).click();
+  const secondKey = await fieldValue(page, "Your new API key");
+  assert.match(secondKey, /^slk_/, "the regenerated key is shown");
+  assert.notEqual(secondKey, firstKey, "a different key");
+  assert.equal(await apiStatus(firstKey), 401, "the old key stops working at once");
+  assert.equal(await apiStatus(secondKey), 200, "the new key works");
+
+  await page.goto(`${DASHBOARD_URL}/dashboard/key`);
+  await page.getByRole("button", { name: "Revoke key" }).click();
+  await expectHeading(page, "Revoke the API key?");
+  await page.getByRole("button", { name: "Revoke key" }).click();
+  await page.waitForURL("**/dashboard/key?done=revoked");
+  assert.equal(await apiStatus(secondKey), 401, "a revoked key gets 401");
+  assert.equal(await page.getByRole("button", { name: "Generate key" }).count(), 1, "a key can be generated again");
+  await shoot(page, "key-revoked");
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("groups: create, settings");
+  await nav(page, "Groups").click();
+  await expectHeading(page, "Groups");
+  await shoot(page, "groups");
+  const groupName = `Campaign ${unique}`;
+  await page.getByLabel("Group name", { exact: true }).fill(groupName);
+  await page.getByRole("button", { name: "Create group" }).click();
+  await page.waitForURL(/\/dashboard\/groups\/[0-9a-f-]{36}\?done=created$/);
+  await expectHeading(page, groupName);
+  const groupId = await fieldValue(page, "Group ID");
+  const groupKey = await fieldValue(page, "Group key");
+  assert.match(groupId, /^[0-9a-f-]{36}$/, "the group id is shown");
+  assert.match(groupKey, /^[A-Za-z0-9_-]{43}$/, "the group key is shown (32 bytes, base64url)");
+  assert.ok(page.url().includes(groupId), "the page of the new group");
+
+  // Bots blocked (checked at the edge below) and analytics on (the link's clicks below are counted).
+  await page.getByLabel("Block bots", { exact: true }).check();
+  await page.getByLabel("Analytics", { exact: true }).check();
+  await page.getByRole("button", { name: "Save settings" }).click();
+  await page.waitForURL(/\?done=saved$/);
+  assert.ok(await page.getByLabel("Block bots", { exact: true }).isChecked(), "Block bots is still checked");
+  assert.ok(await page.getByLabel("Analytics", { exact: true }).isChecked(), "Analytics is still checked");
+  await shoot(page, "group");
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("dynamic-link builder, and the link at the edge");
+  await page.getByLabel("Destination URL", { exact: true }).fill("https://example.com/dyn");
+  await page.getByLabel("Back parameters", { exact: true }).fill("ref=dash");
+  assert.equal(await page.getByLabel("Expires at", { exact: true }).inputValue(), "", "no expiry");
+  await page.getByLabel("Domain", { exact: true }).selectOption({ label: EDGE_HOST });
+  await page.getByRole("button", { name: "Build link" }).click();
+  const dynamic = await poll(() => fieldValue(page, "Dynamic link"), "the builder's link");
+  const prefix = `https://${EDGE_HOST}/e/${groupId}?signature=`;
+  assert.ok(dynamic.startsWith(prefix), `dynamic link ${dynamic} starts with ${prefix}`);
+  await shoot(page, "group-built");
+  const dynamicUrl = new URL(dynamic);
+  const dynamicPath = dynamicUrl.pathname + dynamicUrl.search;
+  // A browser gets the destination with the back parameters, once the group has reached the edge.
+  await poll(
+    () => redirectsTo(dynamicPath, "https://example.com/dyn?ref=dash", {}, "GET"),
+    "the dynamic link redirects a browser to its destination",
+  );
+  // A bot does not: the group blocks bots, so it goes to the domain's fallback.
+  const bot = await visitEdge(dynamicPath, { "User-Agent": BOT_UA });
+  assert.notEqual(bot.location, "https://example.com/dyn?ref=dash", `a bot must not reach the destination: ${JSON.stringify(bot)}`);
+  if (EDGE_FALLBACK) {
+    assert.equal(bot.location, EDGE_FALLBACK, `a blocked bot goes to the domain's fallback: ${JSON.stringify(bot)}`);
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("links: create, pause, resume at the edge");
+  await nav(page, "Links").click();
+  const code = `dash-${unique}`;
+  const landing = "https://example.com/landing";
+  const shortUrl = `https://${EDGE_HOST}/${code}`;
+  await page.getByLabel("Destination URL", { exact: true }).fill(landing);
+  await page.getByLabel("Short code", { exact: true }).fill(code);
+  await page.getByLabel("Group", { exact: true }).selectOption({ label: groupName });
+  await page.getByLabel("Domain", { exact: true }).selectOption({ label: EDGE_HOST });
+  await page.getByRole("button", { name: "Create link" }).click();
+  await page.waitForURL("**/dashboard/?done=created");
+  let row = linkRow(page, landing);
+  assert.equal(await row.count(), 1, "the new link's row");
+  assert.equal(await row.getByRole("textbox", { name: "Short URL" }).inputValue(), shortUrl, "its short URL");
+  await shoot(page, "links");
+  await poll(() => redirectsTo(`/${code}`, landing), "the new link redirects at the edge");
+
+  await row.getByRole("button", { name: "Pause" }).click();
+  await page.waitForURL("**/dashboard/?done=paused");
+  row = linkRow(page, landing);
+  assert.ok((await row.textContent()).includes("Paused"), "the row says Paused");
+  await poll(
+    async () => {
+      const v = await visitEdge(`/${code}`, {}, "HEAD");
+      return v.location !== landing && (!EDGE_FALLBACK || v.location === EDGE_FALLBACK) ? v : false;
+    },
+    "a paused link sends visitors to the fallback",
+  );
+  await row.getByRole("button", { name: "Resume" }).click();
+  await page.waitForURL("**/dashboard/?done=resumed");
+  await poll(() => redirectsTo(`/${code}`, landing), "a resumed link redirects again");
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("clicks: three visits from Germany, from a news site");
+  const VISITS = 3;
+  const referrer = "https://news.example.org/x";
+  for (let i = 0; i < VISITS; i++) {
+    const v = await visitEdge(`/${code}`, { "CF-IPCountry": "DE", Referer: referrer });
+    assert.ok([302, 307].includes(v.status) && v.location === landing, `visit ${i + 1}: ${JSON.stringify(v)}`);
+  }
+
+  step("the link's page: QR code, chart, tables");
+  await linkRow(page, landing).getByRole("link", { name: landing, exact: true }).click();
+  await page.waitForURL(/\/dashboard\/links\/[0-9a-f-]{36}$/);
+  const linkPageUrl = page.url();
+  const qr = page.getByRole("img", { name: `QR code for ${shortUrl}`, exact: true });
+  assert.equal(await qr.count(), 1, "the QR code image");
+  await poll(() => qr.evaluate((img) => img.complete && img.naturalWidth > 0), "the QR code loads", 5_000);
+  for (const [name, type] of [["Download SVG", "image/svg+xml"], ["Download PNG", "image/png"]]) {
+    const href = await page.getByRole("link", { name, exact: true }).getAttribute("href");
+    const res = await page.request.get(new URL(href, DASHBOARD_URL).toString());
+    assert.equal(res.status(), 200, `${name} answers 200`);
+    assert.ok(res.headers()["content-type"].startsWith(type), `${name} is ${type}`);
+  }
+  const chart = page.getByRole("img", { name: "Clicks per day" });
+  assert.equal(await chart.count(), 1, "the chart, named Clicks per day");
+  for (const caption of ["By country", "By device", "By referrer"]) await tableRows(page, caption);
+  // The worker reports clicks after the redirect; reload until the page counts them.
+  await poll(
+    async () => {
+      await page.reload();
+      const name = await page.getByRole("img", { name: "Clicks per day" }).evaluate((svg) =>
+        svg.getAttribute("aria-labelledby").split(" ").map((id) => document.getElementById(id).textContent).join(" "),
+      );
+      return name.includes(`${VISITS} clicks`) ? name : false;
+    },
+    `the chart shows ${VISITS} clicks`,
+    CLICKS_MS,
+  );
+  await expectText(page, `${VISITS} in 30 days`);
+  const countries = await tableRows(page, "By country");
+  assert.deepEqual(countries, [["DE", String(VISITS)]], "clicks by country");
+  const devices = await tableRows(page, "By device");
+  assert.equal(devices.length, 1, `one device kind: ${JSON.stringify(devices)}`);
+  assert.equal(devices[0][1], String(VISITS), `clicks by device: ${JSON.stringify(devices)}`);
+  const referrers = await tableRows(page, "By referrer");
+  assert.equal(referrers.length, 1, `one referrer: ${JSON.stringify(referrers)}`);
+  assert.ok(referrers[0][0].includes("news.example.org"), `the referrer's site: ${JSON.stringify(referrers)}`);
+  await shoot(page, "link");
+
+  step("the link's page: edit the destination");
+  const landing2 = "https://example.com/landing-2";
+  await page.getByLabel("Destination URL", { exact: true }).fill(landing2);
+  await page.getByRole("button", { name: "Save link" }).click();
+  await page.waitForURL(/\?done=saved$/);
+  assert.equal(await page.getByLabel("Destination URL", { exact: true }).inputValue(), landing2, "saved");
+  await poll(() => redirectsTo(`/${code}`, landing2), "the edited destination at the edge");
+
+  step("the link's page: delete");
+  await page.getByRole("button", { name: "Delete", exact: true }).click();
+  await expectHeading(page, `Delete ${shortUrl}?`);
+  await shoot(page, "confirm-delete-link");
+  await page.getByRole("button", { name: "Delete link" }).click();
+  await page.waitForURL("**/dashboard/?done=deleted");
+  assert.equal(await linkRow(page, landing2).count(), 0, "the row is gone");
+  await poll(
+    async () => {
+      const v = await visitEdge(`/${code}`, {}, "HEAD");
+      return v.location !== landing2 && (!EDGE_FALLBACK || v.location === EDGE_FALLBACK) ? v : false;
+    },
+    "a deleted link no longer redirects at the edge",
+  );
+  const gone = await page.goto(linkPageUrl);
+  assert.equal(gone.status(), 404, "the deleted link's page is not found");
+  await shoot(page, "not-found");
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("XSS: markup in a destination and in a group name is shown as text");
+  // A second context without CSP, so that only the page's escaping stands between the text and the DOM (with the
+  // CSP on, an injected inline script would be refused even if it were not escaped).
+  const bare = await browser.newContext({ viewport: DESKTOP, bypassCSP: true, storageState: await context.storageState() });
+  const xss = await bare.newPage();
+  xss.setDefaultTimeout(15_000);
+  watch(xss);
+  await xss.goto(`${DASHBOARD_URL}/dashboard/`);
+  let hostile = 'https://example.com/?q="><script>window.__xss=1</script>';
+  await xss.getByLabel("Destination URL", { exact: true }).fill(hostile);
+  await xss.getByRole("button", { name: "Create link" }).click();
+  await xss.waitForLoadState();
+  if (!xss.url().endsWith("?done=created")) {
+    // The server refused the raw characters: it must say so next to the field, echoing the text safely.
+    const refusal = (await xss.getByRole("alert").allTextContents()).join(" ") +
+      (await xss.getByText("destination URL", { exact: false }).allTextContents()).join(" ");
+    console.log(`   raw markup refused (${refusal.trim()}); using the percent-encoded form`);
+    assert.equal(await xss.getByLabel("Destination URL", { exact: true }).inputValue(), hostile, "the form keeps what was typed");
+    hostile = "https://example.com/?q=%22%3E%3Cscript%3Ewindow.__xss=1%3C/script%3E";
+    await xss.getByLabel("Destination URL", { exact: true }).fill(hostile);
+    await xss.getByRole("button", { name: "Create link" }).click();
+    await xss.waitForURL("**/dashboard/?done=created");
+  }
+  assert.equal(await linkRow(xss, hostile).count(), 1, "the destination is shown literally as the link's text");
+  await linkRow(xss, hostile).getByRole("link", { name: hostile, exact: true }).click();
+  await xss.waitForURL(/\/dashboard\/links\//);
+  assert.equal(await xss.getByLabel("Destination URL", { exact: true }).inputValue(), hostile, "the edit field holds it literally");
+  await shoot(xss, "xss-link");
+
+  const hostileGroup = `"><img src=x onerror="window.__xss=1">`;
+  await xss.goto(`${DASHBOARD_URL}/dashboard/groups`);
+  await xss.getByLabel("Group name", { exact: true }).fill(hostileGroup);
+  await xss.getByRole("button", { name: "Create group" }).click();
+  await xss.waitForURL(/\?done=created$/);
+  await expectHeading(xss, hostileGroup);
+  await xss.goto(`${DASHBOARD_URL}/dashboard/groups`);
+  assert.equal(await xss.getByRole("link", { name: hostileGroup, exact: true }).count(), 1, "the group name is a link's text");
+  await shoot(xss, "xss-groups");
+  await xss.goto(`${DASHBOARD_URL}/dashboard/`);
+  assert.ok(
+    (await xss.getByLabel("Group", { exact: true }).getByRole("option").allTextContents()).includes(hostileGroup),
+    "the group name is an option's text",
+  );
+  await shoot(xss, "xss-links");
+  for (const p of [xss]) {
+    assert.equal(await p.evaluate(() => window.__xss), undefined, "no injected script ran");
+    assert.equal(await p.evaluate(() => document.querySelectorAll('img[src="x"], script:not([src])').length), 0, "no injected element");
+  }
+  await bare.close();
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("domains and profile");
+  await page.goto(`${DASHBOARD_URL}/dashboard/`);
+  await nav(page, "Domains").click();
+  await expectHeading(page, "Domains");
+  const domains = await tableRows(page, "Domains your links can use");
+  assert.deepEqual(
+    domains.find((r) => r[0] === EDGE_HOST),
+    [EDGE_HOST, "Platform", "Active"],
+    `the platform domain is listed: ${JSON.stringify(domains)}`,
+  );
+  await shoot(page, "domains");
+
+  await nav(page, "Profile").click();
+  await expectHeading(page, "Profile");
+  await expectText(page, ACCOUNT_EMAIL);
+  await shoot(page, "profile");
+  // A wrong current password is refused.
+  await page.getByLabel("Current password", { exact: true }).fill("not-the-password-at-all");
+  await page.getByLabel("New password", { exact: true }).fill(newPassword);
+  await page.getByLabel("Confirm password", { exact: true }).fill(newPassword);
+  await page.getByRole("button", { name: "Change password" }).click();
+  await page.waitForLoadState();
+  assert.ok((await page.getByRole("alert").count()) > 0, "an error for a wrong current password");
+  await shoot(page, "profile-error");
+  await page.getByLabel("Current password", { exact: true }).fill(password);
+  await page.getByLabel("New password", { exact: true }).fill(newPassword);
+  await page.getByLabel("Confirm password", { exact: true }).fill(newPassword);
+  await page.getByRole("button", { name: "Change password" }).click();
+  await page.waitForURL("**/dashboard/profile?done=password");
+  await expectText(page, "Your password is changed.");
+  // The new password is the one that works now.
+  await signOut(page);
+  await signIn(page, ACCOUNT_EMAIL, password);
+  await expectText(page, "Wrong email or password.");
+  await signIn(page, ACCOUNT_EMAIL, newPassword);
+  await page.waitForURL(`${DASHBOARD_URL}/dashboard/`);
+  await expectSignedIn(page);
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("browser and accessibility problems");
+  const problems = [];
+  if (browserProblems.length) problems.push(`browser problems:\n  ${browserProblems.join("\n  ")}`);
+  if (axeProblems.length) problems.push(`serious or critical axe violations:\n  ${axeProblems.join("\n  ")}`);
+  assert.ok(problems.length === 0, problems.join("\n"));
+  console.log(`\nall dashboard flows passed in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${SCREENSHOT_DIR}`);
+} finally {
+  await browser.close();
+}
