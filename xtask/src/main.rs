@@ -199,7 +199,11 @@ fn test() -> Result {
     let shortlink = root().join("target/debug/shortlink");
     run(Command::new("bash")
         .arg("snippets/check.sh")
-        .env("SHORTLINK_BIN", shortlink))?;
+        .env("SHORTLINK_BIN", &shortlink))?;
+    // The dashboard's dynamic-link builder (browser JavaScript) against the same CLI, both ways.
+    run(Command::new(root().join("node_modules/.bin/node"))
+        .args(["--test", "tests/browser/dynamic-link.test.mjs"])
+        .env("SHORTLINK_CLI", &shortlink))?;
     // A short coverage-guided smoke of each parser fuzz target (longer runs: BENCHMARKS.md).
     let fuzz_seconds = std::env::var("FUZZ_SECONDS").unwrap_or_else(|_| "10".to_owned());
     run(Command::new("bash")
