@@ -34,13 +34,16 @@ pub(crate) fn clicks_per_day(counts: &[DayCount], from: Day, to: Day) -> String 
         to.to_iso_date(),
     );
     // Gridlines at 0, half and the maximum, labelled.
-    for (value, y) in [(0, TOP + plot_h), (max / 2, TOP + plot_h / 2), (max, TOP)] {
-        if value == max / 2 && max < 2 {
+    // The middle line is at a whole number of clicks, placed where that number is (not at half height).
+    let mid = max / 2;
+    for value in [0, mid, max] {
+        if value == mid && (mid == 0 || mid == max) {
             continue;
         }
+        let y = TOP + plot_h - value * plot_h / max;
         let _ = write!(
             svg,
-            r##"<line x1="{LEFT}" x2="{}" y1="{y}" y2="{y}" stroke="#e3e6ec"/><text x="{}" y="{}" font-size="11" text-anchor="end" fill="#5b6472">{value}</text>"##,
+            r##"<line x1="{LEFT}" x2="{}" y1="{y}" y2="{y}" stroke="#e3e6ec"/><text x="{}" y="{}" font-size="13" text-anchor="end" fill="#5b6472">{value}</text>"##,
             WIDTH - 8,
             LEFT - 6,
             y + 4
@@ -60,7 +63,7 @@ pub(crate) fn clicks_per_day(counts: &[DayCount], from: Day, to: Day) -> String 
     // The first and last dates under the axis.
     let _ = write!(
         svg,
-        r##"<text x="{LEFT}" y="{}" font-size="11" fill="#5b6472">{}</text><text x="{}" y="{}" font-size="11" text-anchor="end" fill="#5b6472">{}</text></svg>"##,
+        r##"<text x="{LEFT}" y="{}" font-size="13" fill="#5b6472">{}</text><text x="{}" y="{}" font-size="13" text-anchor="end" fill="#5b6472">{}</text></svg>"##,
         HEIGHT - 6,
         from.to_iso_date(),
         WIDTH - 8,

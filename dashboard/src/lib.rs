@@ -105,5 +105,7 @@ pub fn router(state: DashboardState) -> Router {
             state.clone(),
             security::guard,
         ))
+        // Pages and assets gzipped for browsers that ask (all do).
+        .layer(tower_http::compression::CompressionLayer::new().gzip(true))
         .with_state(state)
 }

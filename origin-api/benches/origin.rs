@@ -324,6 +324,17 @@ async fn bench_engine(
         });
     }
 
+    bench_dashboard(
+        engine,
+        &db,
+        &base,
+        &acc.id,
+        &acc.default_group_id,
+        links,
+        rows,
+    )
+    .await;
+
     // PATCH and DELETE by id among the `links`: distinct links spread over the whole table, so each request
     // finds its row by the primary key, checks the owner, writes the row, the counter (DELETE) and an outbox row.
     let pool = sqlx::AnyPool::connect(&fresh.url).await.unwrap();
@@ -752,6 +763,93 @@ async fn bench_stats_at_scale(
             format!("{label}: one link with {clicks} clicks over 365 days"),
         );
         stats_latency(client, base, &key, &path, row, rows).await;
+    }
+}
+
+/// The dashboard's pages for the account with `links` links: server time (p50/p99 over 200 requests after 20 of
+/// warm-up, the client on the same machine) and the gzipped transfer size of each page.
+async fn bench_dashboard(
+    engine: &str,
+    db: &Db,
+    base: &str,
+    account: &str,
+    group: &str,
+    links: usize,
+    rows: &mut Vec<Row>,
+) {
+    let password =
+        shortlink_store::domain::Password::new("bench-password", "bench-password").unwrap();
+    db.set_password(account, &password).await.unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let signed_in = client
+        .post(format!("{base}/dashboard/sign-in"))
+        .form(&[("email", "big@example.com"), ("password", "bench-password")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 303);
+    let cookie = signed_in.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let a_link = db.list_links(account, 1, 0, None).await.unwrap().results[0]
+        .id
+        .clone();
+    let last_page = links.div_ceil(20).max(1) / 2;
+    let pages = [
+        (
+            "links page: first page, total included".to_owned(),
+            "/dashboard/".to_owned(),
+        ),
+        (
+            format!("links page: page {last_page}"),
+            format!("/dashboard/?page={last_page}"),
+        ),
+        (
+            "group page".to_owned(),
+            format!("/dashboard/groups/{group}"),
+        ),
+        (
+            "link page (QR, 30-day chart, tables)".to_owned(),
+            format!("/dashboard/links/{a_link}"),
+        ),
+    ];
+    for (label, path) in pages {
+        let url = format!("{base}{path}");
+        let mut samples = Vec::new();
+        let mut gzipped = 0;
+        for i in 0..220 {
+            let t = Instant::now();
+            let resp = client
+                .get(&url)
+                .header("cookie", &cookie)
+                .header("accept-encoding", "gzip")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200, "{path}");
+            gzipped = resp.bytes().await.unwrap().len();
+            if i >= 20 {
+                samples.push(t.elapsed());
+            }
+        }
+        samples.sort();
+        rows.push(Row {
+            engine: engine.into(),
+            what: format!("dashboard {label}, {links} links"),
+            value: format!(
+                "p50 {} / p99 {}, {:.1} KB gzipped",
+                ms(percentile(&samples, 0.5)),
+                ms(percentile(&samples, 0.99)),
+                gzipped as f64 / 1024.0
+            ),
+        });
     }
 }
 

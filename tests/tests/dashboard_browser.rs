@@ -1,0 +1,190 @@
+//! The dashboard in a real browser (Chromium driven by playwright-core), against the real origin and the real
+//! worker: an invitation made with the admin CLI, then every flow a person goes through in the dashboard, each
+//! checked where it matters (the API for keys, the worker for links, groups and clicks). The flows and their
+//! assertions are in `tests/browser/dashboard.mjs`; this test starts what it needs and runs it.
+//!
+//! Needs Chromium (`/usr/bin/chromium`, or `CHROMIUM`) and the npm packages (`npm ci`: playwright-core, axe-core).
+//! Screenshots of every page at 1280×800 and 390×844 land in `target/dashboard-screenshots/`.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use e2e::origin::{
+    Database, HOST, HOST_FALLBACK, INTERNAL_SECRET, Origin, OriginOptions, free_port,
+};
+use e2e::{Options, Worker, eventually, root};
+
+/// The whole browser run may take this long (it takes well under a minute on an idle machine).
+const SCRIPT_DEADLINE: Duration = Duration::from_secs(300);
+
+/// Isolate cache TTL of the worker: how stale a visitor's answer may be after a change is published.
+const CACHE_TTL_SECONDS: u64 = 2;
+
+/// Where the screenshots go: `<target dir>/dashboard-screenshots`.
+fn screenshot_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+        .join("dashboard-screenshots")
+}
+
+/// Reads `stream` line by line, echoing each line to the test's output as it comes (shown when the test fails, or
+/// with `--nocapture`), and keeps the lines in `into` when given.
+fn echo(stream: impl Read, tag: &'static str, into: Option<Arc<Mutex<Vec<String>>>>) {
+    for line in BufReader::new(stream).lines().map_while(Result::ok) {
+        eprintln!("[{tag}] {line}");
+        if let Some(Ok(mut lines)) = into.as_ref().map(|i| i.lock()) {
+            lines.push(line);
+        }
+    }
+}
+
+/// Runs `node dashboard.mjs` with `env`, streaming its output; returns whether it exited 0 and, when it did not,
+/// why (its stderr: the failed assertion; the steps it went through are in the streamed stdout).
+fn run_browser_script(env: &[(&str, String)]) -> (bool, String) {
+    let root = root();
+    // The same Node 22 the harness runs Miniflare with.
+    let node = root.join("node_modules/.bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: run scripts/install-edge-toolchain.sh (npm ci)",
+        node.display()
+    );
+    let mut cmd = Command::new(node);
+    cmd.arg(root.join("tests/browser/dashboard.mjs"))
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn node tests/browser/dashboard.mjs");
+    let stderr = Arc::new(Mutex::new(Vec::new()));
+    let readers = [
+        {
+            let stream = child.stdout.take().expect("piped stdout");
+            std::thread::spawn(move || echo(stream, "browser", None))
+        },
+        {
+            let (stream, into) = (child.stderr.take().expect("piped stderr"), stderr.clone());
+            std::thread::spawn(move || echo(stream, "browser:err", Some(into)))
+        },
+    ];
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for node") {
+            break Some(status);
+        }
+        if start.elapsed() > SCRIPT_DEADLINE {
+            // Killing node leaves Chromium without its parent; playwright's pipe closing makes it exit.
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for reader in readers {
+        let _ = reader.join();
+    }
+    let said = stderr.lock().map(|o| o.join("\n")).unwrap_or_default();
+    match status {
+        Some(s) if s.success() => (true, said),
+        Some(s) => (
+            false,
+            format!("dashboard.mjs exited with {s}; its stderr:\n{said}"),
+        ),
+        None => (
+            false,
+            format!("dashboard.mjs did not finish within {SCRIPT_DEADLINE:?}; its stderr:\n{said}"),
+        ),
+    }
+}
+
+#[tokio::test]
+async fn dashboard_flows_in_chromium() {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    assert!(
+        Path::new(&chromium).exists(),
+        "Chromium is missing at {chromium} (apt-get install chromium, or set CHROMIUM)"
+    );
+
+    // The worker first, told the origin's port in advance (it reports clicks there), then the origin publishing
+    // to it: a publisher started before the worker listens backs off, as in tests/propagation.rs.
+    let db = Database::new();
+    let origin_port = free_port();
+    let worker_port = std::iter::repeat_with(free_port)
+        .find(|p| *p != origin_port)
+        .expect("a second free port");
+    let worker = Worker::start_with(Options {
+        env: vec![
+            ("PORT".into(), worker_port.to_string()),
+            (
+                "ORIGIN_URL".into(),
+                format!("http://127.0.0.1:{origin_port}"),
+            ),
+            ("ORIGIN_SECRET".into(), INTERNAL_SECRET.into()),
+            (
+                "ISOLATE_CACHE_TTL_SECONDS".into(),
+                CACHE_TTL_SECONDS.to_string(),
+            ),
+        ],
+        ..Options::default()
+    });
+    let origin = Origin::start(
+        &db,
+        OriginOptions {
+            port: Some(origin_port),
+            edge_sync_url: Some(format!("http://127.0.0.1:{worker_port}/__shortlink/sync")),
+        },
+    )
+    .await;
+
+    // The invitation, as an operator makes it.
+    let email = "dashboard-owner@example.com";
+    let invite = db.admin(&[
+        "admin",
+        "account",
+        "invite",
+        "--email",
+        email,
+        "--public-url",
+        &origin.url,
+    ]);
+    let invite_url = invite["invite_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no invite_url in {invite}"))
+        .to_owned();
+    assert!(
+        invite_url.starts_with(&format!("{}/dashboard/invite/", origin.url)),
+        "{invite_url}"
+    );
+
+    let screenshots = screenshot_dir();
+    let env = [
+        ("DASHBOARD_URL", origin.url.clone()),
+        ("INVITE_URL", invite_url),
+        ("ACCOUNT_EMAIL", email.to_owned()),
+        ("EDGE_URL", worker.url.clone()),
+        ("EDGE_HOST", HOST.to_owned()),
+        ("EDGE_FALLBACK", HOST_FALLBACK.to_owned()),
+        ("SCREENSHOT_DIR", screenshots.display().to_string()),
+        ("CHROMIUM", chromium),
+    ];
+    let (passed, said) = tokio::task::spawn_blocking(move || run_browser_script(&env))
+        .await
+        .expect("the browser script's thread");
+    assert!(passed, "{said}");
+    eprintln!("screenshots: {}", screenshots.display());
+
+    // Everything the dashboard changed was handed to the publisher, and the worker took it all.
+    eventually(
+        Duration::from_secs(10),
+        "the publisher's outbox is empty",
+        || async { origin.healthz().await["publisher"]["pending"] == 0 },
+    )
+    .await;
+}
