@@ -2,7 +2,7 @@
 //! fixation, throttling, CSRF (token and Origin), XSS escaping, isolation between accounts, the key shown once,
 //! links and groups through forms. The same flows in a real browser are in `tests/tests/dashboard_browser.rs`.
 
-use crate::common::{Engine, TestApp, TestDb};
+use crate::common::{Engine, TestApp, TestDb, start_server};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 
@@ -126,6 +126,7 @@ both_engines!(
     links_through_forms,
     groups_through_forms,
     secure_cookie_behind_https,
+    no_secret_reaches_the_log,
 );
 
 async fn invitation_then_sign_out_and_in(engine: Engine) {
@@ -756,5 +757,66 @@ async fn secure_cookie_behind_https(engine: Engine) {
         "{cookie}"
     );
     assert_eq!(b.get("/dashboard/").await.status, StatusCode::OK);
+    app.stop().await;
+}
+
+/// The real `serve` process at `trace`: an invitation, a sign-in, a key and a sign-out leave no password, session
+/// id, CSRF token, invitation token or key in its log.
+async fn no_secret_reaches_the_log(engine: Engine) {
+    let test_db = TestDb::new(engine).await;
+    let server = start_server(&test_db.url, "trace").await;
+    let app = TestApp::on(test_db).await;
+    let mut b = Browser::new(&app);
+    b.base = server.base.clone();
+    b.origin = Some(server.base.clone());
+    let address = email();
+    let invite = app.db.invite(&address).await.unwrap();
+    let token = invite.token.expose().to_owned();
+    let path = format!("/dashboard/invite/{token}");
+    assert_eq!(b.get(&path).await.status, StatusCode::OK);
+    assert_eq!(
+        b.post(&path, &[("password", PASSWORD), ("confirm", PASSWORD)])
+            .await
+            .status,
+        StatusCode::SEE_OTHER
+    );
+    let first_session = b.cookie.clone().unwrap();
+    let page = b.get("/dashboard/key").await;
+    let csrf = page.csrf();
+    let shown = b.post("/dashboard/key/generate", &[("csrf", &csrf)]).await;
+    assert_eq!(shown.status, StatusCode::OK);
+    b.post("/dashboard/sign-out", &[("csrf", &csrf)]).await;
+    assert_eq!(
+        b.sign_in(&address, "a wrong password!").await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        b.sign_in(&address, PASSWORD).await.status,
+        StatusCode::SEE_OTHER
+    );
+    let second_session = b.cookie.clone().unwrap();
+    drop(b);
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(
+        log.contains("/dashboard/"),
+        "the requests were logged: {log}"
+    );
+    let key_at = shown.body.find("slk_").expect("the new key on the page");
+    let key = &shown.body[key_at..key_at + 20];
+    for (what, secret) in [
+        ("password", PASSWORD),
+        ("wrong password", "a wrong password!"),
+        ("invitation token", token.as_str()),
+        ("session id", first_session.split('=').nth(1).unwrap()),
+        (
+            "second session id",
+            second_session.split('=').nth(1).unwrap(),
+        ),
+        ("CSRF token", csrf.as_str()),
+        ("API key", key),
+    ] {
+        assert!(!log.contains(secret), "the log holds the {what}");
+    }
+    drop(server);
     app.stop().await;
 }
