@@ -36,10 +36,11 @@ pub(crate) fn clicks_per_day(counts: &[DayCount], from: Day, to: Day) -> String 
     // Gridlines at 0, half and the maximum, labelled.
     // The middle line is at a whole number of clicks, placed where that number is (not at half height).
     let mid = max / 2;
-    for value in [0, mid, max] {
-        if value == mid && (mid == 0 || mid == max) {
-            continue;
-        }
+    let mut lines = vec![0, max];
+    if mid != 0 && mid != max {
+        lines.push(mid);
+    }
+    for value in lines {
         let y = TOP + plot_h - value * plot_h / max;
         let _ = write!(
             svg,
@@ -106,5 +107,10 @@ mod tests {
         let svg = clicks_per_day(&[], Day(20_000), Day(20_029));
         assert_eq!(svg.matches("<rect").count(), 30);
         assert!(svg.contains("0 clicks"));
+        // The zero line and the top line are labelled even with nothing to show.
+        assert!(
+            svg.contains(">0</text>") && svg.contains(">1</text>"),
+            "{svg}"
+        );
     }
 }
