@@ -46,7 +46,7 @@ impl Db {
         let now = Micros::now().0;
         let id = new_id();
         let group_id = new_id();
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let inserted = sqlx::query(
             "INSERT INTO accounts (id, email, api_access, default_group_id, link_count, created_at) \
              VALUES ($1, $2, $3, $4, 0, $5)",
@@ -122,7 +122,7 @@ impl Db {
     /// Disables (or re-enables) an account: its key is refused on every route, and its links stop at the edge
     /// (each link's KV record is republished as inactive, in this transaction's outbox rows).
     pub async fn set_account_disabled(&self, id: &str, disabled: bool) -> Result<(), StoreError> {
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let updated = sqlx::query("UPDATE accounts SET disabled = $1 WHERE id = $2")
             .bind(i64::from(disabled))
             .bind(id)

@@ -9,7 +9,7 @@ use sqlx::Row;
 impl Db {
     /// Adds a destination domain to the blocklist (idempotent). It blocks its subdomains too.
     pub async fn block_domain(&self, domain: &Hostname) -> Result<(), StoreError> {
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO blocked_domains (domain, created_at) VALUES ($1, $2) ON CONFLICT (domain) DO NOTHING",
         )

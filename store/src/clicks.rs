@@ -488,7 +488,7 @@ impl Db {
         if let Some(writer) = &self.click_writer {
             return writer.record(report).await;
         }
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let outcome =
             record_reports(&mut tx, self.multi_row, std::slice::from_ref(&report)).await?;
         tx.commit().await?;

@@ -52,7 +52,7 @@ impl Db {
             }
         };
         let id = new_id();
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let inserted = sqlx::query(
             "INSERT INTO domains (id, host, account_id, is_platform, enabled, fallback_url, created_at) \
              VALUES ($1, $2, $3, $4, 1, $5, $6)",
@@ -84,7 +84,7 @@ impl Db {
 
     /// Disables a domain (a custom domain becomes inactive): no new links go on it.
     pub async fn disable_domain(&self, id: &str) -> Result<(), StoreError> {
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let updated = sqlx::query("UPDATE domains SET enabled = 0 WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)

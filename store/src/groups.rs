@@ -148,7 +148,7 @@ impl Db {
         settings: &GroupSettings,
     ) -> Result<GroupRow, StoreError> {
         let name = check_name(name)?;
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         require_account_in(&mut tx, account_id).await?;
         let row = insert_group(
             &mut tx,
@@ -178,7 +178,7 @@ impl Db {
         settings: Option<&GroupSettings>,
     ) -> Result<GroupRow, StoreError> {
         let name = name.map(check_name).transpose()?;
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         // Also the ownership check: another account's group is not found.
         group_in(&mut tx, owner, id).await?;
         if let Some(name) = name {
@@ -209,7 +209,7 @@ impl Db {
         id: &str,
     ) -> Result<GroupRow, StoreError> {
         let key = new_group_key()?;
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         group_in(&mut tx, owner, id).await?;
         sqlx::query("UPDATE groups SET key = $1 WHERE id = $2")
             .bind(&key)
@@ -226,7 +226,7 @@ impl Db {
     /// the default group itself cannot be deleted. The key dies with the group: tokens made
     /// with it stop working (spec 2).
     pub async fn delete_group(&self, owner: Owner<'_>, id: &str) -> Result<(), StoreError> {
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let group = group_in(&mut tx, owner, id).await?;
         if group.is_default {
             return Err(StoreError::DefaultGroup);

@@ -27,7 +27,7 @@ impl Db {
     /// Returns the plaintext, which exists nowhere else from now on.
     pub async fn generate_api_key(&self, account_id: &str) -> Result<ApiKey, StoreError> {
         let key = ApiKey::generate();
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         remove_key_in(&mut tx, account_id).await?;
         sqlx::query(
             "INSERT INTO api_keys (id, account_id, key_hash, masked, created_at) VALUES ($1, $2, $3, $4, $5)",
@@ -45,7 +45,7 @@ impl Db {
 
     /// Deletes the account's key; NotFound if the account does not exist.
     pub async fn revoke_api_key(&self, account_id: &str) -> Result<(), StoreError> {
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         remove_key_in(&mut tx, account_id).await?;
         tx.commit().await?;
         Ok(())

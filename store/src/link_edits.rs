@@ -111,7 +111,7 @@ impl Db {
             "UPDATE links SET {} WHERE id = $1 AND account_id = $2",
             sets.join(", ")
         );
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         if let Some(group) = &patch.group_id {
             let owned = sqlx::query("SELECT id FROM groups WHERE id = $1 AND account_id = $2")
                 .bind(group)
@@ -161,7 +161,7 @@ impl Db {
     pub async fn delete_link(&self, account_id: &str, link_id: &str) -> Result<(), StoreError> {
         let now = Micros::now().0;
         let window_start = RateLimitState::window_start(now);
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row = sqlx::query(
             "SELECT l.created_by_key, l.created_at, l.short_code, d.host FROM links l \
              JOIN domains d ON d.id = l.domain_id WHERE l.id = $1 AND l.account_id = $2",

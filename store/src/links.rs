@@ -160,7 +160,7 @@ impl Db {
         code: &ShortCode,
     ) -> Result<Attempt, StoreError> {
         let now = Micros::now().0;
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         match &req.creator {
             Creator::ApiKey(key_id) => {
                 sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")

@@ -187,6 +187,19 @@ impl Db {
         self.write.close().await;
     }
 
+    /// A write transaction. On SQLite it takes the write lock at `BEGIN` (`IMMEDIATE`): a deferred transaction that
+    /// reads and then writes fails at once with "database is locked", without waiting out the busy timeout, when
+    /// another connection (a second origin process, the operator's CLI, the retention task of a server started a
+    /// moment ago) committed in between. CI met exactly that once.
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.link_path {
+            LinkPath::Batched(_) => self.write.begin_with("BEGIN IMMEDIATE").await,
+            LinkPath::Direct => self.write.begin().await,
+        }
+    }
+
     /// Fails with NotFound unless the account exists.
     pub(crate) async fn require_account(&self, account_id: &str) -> Result<(), StoreError> {
         let mut conn = self.read.acquire().await?;

@@ -21,7 +21,7 @@ impl Db {
     /// Enqueues every key of the edge read model (all links, groups and domains, and the
     /// blocklist), for a fresh KV namespace or a local edge that starts empty. Returns the count.
     pub async fn republish_all(&self) -> Result<usize, StoreError> {
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let mut keys = vec![BLOCKLIST_KEY.to_owned()];
         for r in sqlx::query("SELECT host FROM domains")
             .fetch_all(&mut *tx)

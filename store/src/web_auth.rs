@@ -133,7 +133,7 @@ impl Db {
         let token = SecretToken::generate();
         let now = Micros::now().0;
         let expires_at = Micros(now + INVITE_TTL_MICROS);
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM invites WHERE account_id = $1")
             .bind(&account_id)
             .execute(&mut *tx)
@@ -175,7 +175,7 @@ impl Db {
     ) -> Result<Option<NewSession>, StoreError> {
         let phc = hash(password).await?;
         let now = Micros::now().0;
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         // Deleting the row is what spends it: of two concurrent uses, one deletes it and the other finds nothing.
         let row = sqlx::query(
             "DELETE FROM invites WHERE token_hash = $1 AND expires_at > $2 RETURNING account_id",
@@ -237,7 +237,7 @@ impl Db {
             None => (None, None),
         };
         let matches = verify(password, phc).await?;
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         match account {
             Some((account_id, false)) if matches => {
                 sqlx::query("DELETE FROM sign_in_failures WHERE subject = $1")
@@ -354,7 +354,7 @@ impl Db {
             return Ok(false);
         }
         let new_phc = hash(new).await?;
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2")
             .bind(&new_phc)
             .bind(account_id)
@@ -376,7 +376,7 @@ impl Db {
         password: &Password,
     ) -> Result<(), StoreError> {
         let phc = hash(password).await?;
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_write().await?;
         let updated = sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2")
             .bind(&phc)
             .bind(account_id)
