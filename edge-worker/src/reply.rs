@@ -146,6 +146,9 @@ mod tests {
         assert_eq!(r.header("x-robots-tag"), None);
         assert!(r.body.is_empty());
 
+        // The edge's fast path keeps one `init` per destination for GET and HEAD alike (shell/fast.rs).
+        assert_eq!(r, reply(&Page::Destination("https://d.example/".into()), true));
+
         let f = reply(&Page::Fallback("https://f.example/".into()), false);
         assert_eq!(f.status, 302);
         assert_eq!(f.header("x-robots-tag"), Some(X_ROBOTS_TAG));

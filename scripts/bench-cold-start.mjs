@@ -1,0 +1,180 @@
+// Cold start of the edge worker against the careful JavaScript worker and the fixed-302 floor: for every sample, a
+// new workerd (through Miniflare, in this process) with a new isolate, KV already holding the records, then the
+// first request and a second one. Reported per worker, medians over interleaved rounds:
+//   start   new Miniflare(...) until it accepts requests: workerd starting, the script compiled, its top level run
+//           (ours instantiates the wasm there);
+//   first   the first request's latency: the isolate's caches empty, KV read, the decision, the response;
+//   second  the next request's latency, for comparison;
+// and the cold start over the floor, (start + first) minus the floor's, which is what the worker itself adds.
+// Two cases per worker, each on its own new isolate: the hot persistent link and a dynamic link.
+//
+// Usage: node scripts/bench-cold-start.mjs      (after scripts/build-edge-worker.sh; run by scripts/bench-edge.sh
+//        with COLD_ROUNDS set, or alone)
+// Environment: COLD_ROUNDS (default 10), PEER_JS (default ../shared/bench/peer-js), EDGE_BUILD_DIR (default
+//        edge-worker/build), BASELINE_BUILD (an earlier build inside the repository, measured in the same rounds).
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { performance } from "node:perf_hooks";
+import { Log, LogLevel, Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { buildDynamicLink } from "../snippets/sign.mjs";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const rounds = Number(process.env.COLD_ROUNDS ?? 10);
+const peer = resolve(process.env.PEER_JS ?? join(root, "../shared/bench/peer-js"));
+const HOST = "bench.example.com";
+const GROUP = "cccccccc-0000-4000-8000-000000000001";
+const KEY = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI"; // 32 bytes of 0x42, base64url
+const HOT_URL = "https://destination.example.org/landing?campaign=bench";
+const dynamicPath = (
+  await buildDynamicLink(KEY, GROUP, HOST, {
+    destination_url: "https://destination.example.org/landing/page?campaign=benchmark",
+    back_param: "utm_source=bench&utm_medium=cold",
+  })
+).slice(`https://${HOST}`.length);
+
+// The careful worker runs from a directory inside the repository, so that it resolves nothing outside it.
+const work = mkdtempSync(join(root, "target", "bench-cold-"));
+mkdirSync(work, { recursive: true });
+copyFileSync(join(peer, "careful-worker.mjs"), join(work, "careful-worker.mjs"));
+
+const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
+const common = { host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN) };
+const oursOptions = (dir) => ({
+  ...common,
+  ...workerOptions,
+  modules: true,
+  scriptPath: resolve(root, dir, "index.js"),
+  rootPath: root,
+  cf: { colo: "LCL", httpProtocol: "HTTP/1.1" },
+});
+const record = (value) => JSON.stringify({ v: 1, ...value });
+const oursSeed = {
+  binding: "SHORTLINK_KV",
+  records: {
+    [`domain:${HOST}`]: record({ enabled: true, fallback_url: "https://www.example.com/" }),
+    [`group:${GROUP}`]: record({ key: KEY, settings: {} }),
+    blocklist: record({ domains: ["evil.example"] }),
+    [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true }),
+  },
+};
+
+const workers = [
+  {
+    name: "floor",
+    options: {
+      ...common,
+      modules: true,
+      script:
+        'export default { fetch() { return new Response(null, { status: 302, headers: { Location: "https://example.com/", "Cache-Control": "private, no-store, max-age=0" } }); } };',
+    },
+  },
+  {
+    name: "careful JS",
+    options: {
+      ...common,
+      cf: false,
+      modules: true,
+      scriptPath: join(work, "careful-worker.mjs"),
+      compatibilityDate: "2025-11-01",
+      kvNamespaces: { LINKS: "00000000000000000000000000000000" },
+    },
+    seed: {
+      binding: "LINKS",
+      records: {
+        [`link:${HOST}:hot`]: JSON.stringify({ u: HOT_URL, a: true }),
+        [`group:${GROUP}`]: JSON.stringify({ key: KEY }),
+      },
+    },
+  },
+  { name: "ours", options: oursOptions(process.env.EDGE_BUILD_DIR ?? "edge-worker/build"), seed: oursSeed },
+];
+if (process.env.BASELINE_BUILD) {
+  workers.push({ name: "baseline", options: oursOptions(process.env.BASELINE_BUILD), seed: oursSeed });
+}
+const cases = [
+  { name: "hot persistent link", path: "/hot", location: HOT_URL },
+  {
+    name: "dynamic link",
+    path: dynamicPath,
+    location: "https://destination.example.org/landing/page?campaign=benchmark&utm_source=bench&utm_medium=cold",
+  },
+];
+
+// One GET on a new connection; resolves with the status and Location header.
+function get(url, path) {
+  return new Promise((done, fail) => {
+    const req = request(new URL(path, url), { headers: { Host: HOST }, agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => done({ status: res.statusCode, location: res.headers.location }));
+    });
+    req.on("error", fail);
+    req.end();
+  });
+}
+
+async function sample(worker, kase) {
+  const t0 = performance.now();
+  const mf = new Miniflare(worker.options);
+  const url = await mf.ready;
+  const start = performance.now() - t0;
+  try {
+    if (worker.seed) {
+      const kv = await mf.getKVNamespace(worker.seed.binding);
+      for (const [k, v] of Object.entries(worker.seed.records)) await kv.put(k, v);
+    }
+    const t1 = performance.now();
+    const first = await get(url, worker.name === "floor" ? "/" : kase.path);
+    const t2 = performance.now();
+    const second = await get(url, worker.name === "floor" ? "/" : kase.path);
+    const t3 = performance.now();
+    for (const answer of [first, second]) {
+      const expected = worker.name === "floor" ? "https://example.com/" : kase.location;
+      if (answer.status !== 302 || answer.location !== expected) {
+        throw new Error(`${worker.name}, ${kase.name}: ${answer.status} ${answer.location}, not 302 ${expected}`);
+      }
+    }
+    return { start, first: t2 - t1, second: t3 - t2 };
+  } finally {
+    await mf.dispose();
+  }
+}
+
+const results = new Map(); // "worker|case" -> [{start, first, second}]
+for (let round = 1; round <= rounds; round++) {
+  for (const kase of cases) {
+    for (const worker of workers) {
+      const key = `${worker.name}|${kase.name}`;
+      const s = await sample(worker, kase);
+      if (!results.has(key)) results.set(key, []);
+      results.get(key).push(s);
+      process.stderr.write(
+        `bench-cold-start: round ${round} ${key}: start ${s.start.toFixed(1)} first ${s.first.toFixed(1)} second ${s.second.toFixed(1)} ms\n`,
+      );
+    }
+  }
+}
+rmSync(work, { recursive: true, force: true });
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const field = (key, f) => median(results.get(key).map((s) => (f === "cold" ? s.start + s.first : s[f])));
+const f1 = (x) => x.toFixed(1);
+console.log("| case | worker | start, ms | first request, ms | second request, ms | cold start over the floor, ms |");
+console.log("|---|---|---|---|---|---|");
+for (const kase of cases) {
+  const floorCold = field(`floor|${kase.name}`, "cold");
+  for (const worker of workers) {
+    const key = `${worker.name}|${kase.name}`;
+    const over = worker.name === "floor" ? "" : f1(field(key, "cold") - floorCold);
+    console.log(
+      `| ${kase.name} | ${worker.name} | ${f1(field(key, "start"))} | ${f1(field(key, "first"))} | ${f1(field(key, "second"))} | ${over} |`,
+    );
+  }
+}
+const wasm = readFileSync(join(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build", "index_bg.wasm"));
+console.log(`\nmedians of ${rounds} rounds, each starting a new workerd for every worker and case; wasm ${wasm.length} bytes raw.`);
