@@ -15,6 +15,7 @@
 # Usage: scripts/bench-edge.sh            (after scripts/install-edge-toolchain.sh and `apt-get install wrk`)
 # Environment: DURATION (seconds per measurement, default 8), ROUNDS (default 5), CONNECTIONS (default 32),
 #              THREADS (default 1), SKIP_BUILD=1 to reuse edge-worker/build,
+#              CASES (default "hot same fresh": which of the three cases to measure, e.g. CASES=hot),
 #              PEER_JS (default ../shared/bench/peer-js next to the repository),
 #              BASELINE_BUILD=DIR: also serve the worker built in DIR (a copy of an earlier edge-worker/build,
 #              inside the repository, e.g. target/edge-baseline: workerd reads nothing above its root) and
@@ -23,6 +24,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 DURATION=${DURATION:-8}
+CASES=${CASES:-hot same fresh}
 ROUNDS=${ROUNDS:-5}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-1}
@@ -169,14 +171,24 @@ writeFileSync('$work/fresh.lua', 'local paths = {' + paths.slice(0, 4096).map((p
 "
 same=$(cat "$work/same.path")
 # Sanity: every case redirects where it should on both workers before anything is measured.
+has_case() { [[ " $CASES " == *" $1 "* ]]; }
 for base in "$ours_url" "$js_url" ${BASELINE_BUILD:+"$base_url"}; do
-  curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" "$base/hot" | grep -q "^302 $HOT_URL\$"
-  curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" "$base$same" \
-    | grep -q '^302 https://destination.example.org/landing/page?campaign=benchmark&n=4096&utm_source=bench&utm_medium=wrk$'
+  if has_case hot; then
+    curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" "$base/hot" | grep -q "^302 $HOT_URL\$"
+  fi
+  if has_case same || has_case fresh; then
+    curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" "$base$same" \
+      | grep -q '^302 https://destination.example.org/landing/page?campaign=benchmark&n=4096&utm_source=bench&utm_medium=wrk$'
+  fi
 done
 
-cases=(floor ours_hot js_hot ours_same js_same ours_fresh js_fresh)
-[ -n "${BASELINE_BUILD:-}" ] && cases+=(base_hot base_same base_fresh)
+cases=(floor)
+for c in hot same fresh; do
+  if has_case "$c"; then
+    cases+=("ours_$c" "js_$c")
+    [ -n "${BASELINE_BUILD:-}" ] && cases+=("base_$c")
+  fi
+done
 declare -A results
 for round in $(seq 1 "$ROUNDS"); do
   for c in "${cases[@]}"; do
@@ -205,6 +217,7 @@ over() { awk -v a="$1" -v f="$2" 'BEGIN { printf "%.1f", a - f }'; }
 floor_cpu=$(med floor 3)
 row() {
   local label=$1 ours=$2 js=$3
+  [ -n "${results[$ours]:-}" ] || return 0 # a case left out by CASES
   local orps jrps ocpu jcpu
   orps=$(med "$ours" 1) jrps=$(med "$js" 1) ocpu=$(med "$ours" 3) jcpu=$(med "$js" 3)
   echo "| $label | $orps | $jrps | $(ratio "$orps" "$jrps") | $(ratio "$orps" "$(med floor 1)") | $(med "$ours" 2) / $(med "$js" 2) ms | $(over "$ocpu" "$floor_cpu") / $(over "$jcpu" "$floor_cpu") | $(ratio "$(over "$ocpu" "$floor_cpu")" "$(over "$jcpu" "$floor_cpu")") |"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# worker-build's bundling step, with the edge worker's own entry module (edge-worker/js/entry.js) in place of the
+# one worker-build writes. worker-build 0.8.7 has no option for that on its module target: CUSTOM_SHIM only applies
+# to its legacy target, which also drops wasm-bindgen's reset-state function that the recovery after a trap needs.
+# It does let ESBUILD_BIN name the bundler, and runs it once, in its staging directory, on ./shim.js (its entry,
+# which imports ./index.js, wasm-bindgen's module): this script replaces that file, then runs esbuild.
+# scripts/build-edge-worker.sh sets ESBUILD_BIN to this script and REAL_ESBUILD to node_modules' esbuild.
+set -euo pipefail
+: "${REAL_ESBUILD:?set by scripts/build-edge-worker.sh}" "${EDGE_ENTRY:?set by scripts/build-edge-worker.sh}"
+if [ -f ./shim.js ] && [ -f ./index.js ]; then
+  # What our entry relies on: the exports worker-build's own entry used.
+  for name in __worker_init_state __wbg_reset_state fetch queue; do
+    grep -Eq "^export function $name ?\(" ./index.js || {
+      echo "esbuild-edge-entry: wasm-bindgen's index.js has no export $name; worker-build changed" >&2
+      exit 1
+    }
+  done
+  cp "$EDGE_ENTRY" ./shim.js
+fi
+exec "$REAL_ESBUILD" "$@"
