@@ -4,6 +4,13 @@
 // Wasm module on the request after one traps. That costs more CPU than our whole hot path (BENCHMARKS.md, "Edge
 // worker"). This module keeps the recovery and drops the rest: a plain module-worker object whose handlers call
 // wasm-bindgen's exports directly, so the fast path's `Response` goes back as it is, not wrapped in a Promise.
+//
+// It also keeps answers. When the Rust fast path redirects from records the isolate holds, it says until when the
+// same request (GET or HEAD, same URL and Host header) gets the same redirect: until the first of those records is
+// due for a reload, or the link or token expires (`answer_until` in src/shell/mod.rs, `decision::answer_until`).
+// Until then this module answers that request itself, with no call into wasm and no string copied into it; any
+// change to the isolate's records (a load, a reload, the sync route) makes it forget every answer at once
+// (`on_records_change`). The decision stays Rust's: this is a memo of its result with Rust's own expiry.
 import * as exports from "./index.js";
 
 Error.stackTraceLimit = 100;
@@ -17,6 +24,9 @@ function checkReinitialize() {
     exports.__wbg_reset_state();
     initState.criticalError = false;
     initState.instanceId++;
+    // A new instance starts with empty records: nothing answered from the old ones is kept.
+    forgetAnswers();
+    exports.on_records_change(forgetAnswers);
   }
 }
 
@@ -28,6 +38,24 @@ function markCritical(e) {
 }
 
 addEventListener("error", (e) => markCritical(e.error));
+
+// Request key (URL, then the Host header) -> { init: the redirect's status and headers, until: UNIX ms }. Bounded
+// like the Rust side's maps: when full it starts again.
+const MAX_ANSWERS = 1024;
+const answers = new Map();
+function forgetAnswers() {
+  answers.clear();
+}
+exports.on_records_change(forgetAnswers);
+
+// The key of a request whose answer may be kept: GET and HEAD only (their redirect is the same). A URL holds no
+// line break, so the two parts cannot run into each other, and a request without a Host header gets a key of its own.
+function answerKey(request) {
+  const method = request.method;
+  if (method !== "GET" && method !== "HEAD") return undefined;
+  const host = request.headers.get("host");
+  return host === null ? request.url : request.url + "\n" + host;
+}
 
 // Runs a handler with the recovery around it: a trap while it runs, or later in the Promise it returned, marks the
 // module for a reset before the next request.
@@ -51,7 +79,24 @@ function guarded(handler, event, env, ctx) {
 
 export default {
   fetch(request, env, ctx) {
-    return guarded(exports.fetch, request, env, ctx);
+    // After a trap, everything goes to the module first, which resets.
+    const key = initState.criticalError ? undefined : answerKey(request);
+    if (key !== undefined) {
+      const kept = answers.get(key);
+      if (kept !== undefined) {
+        if (Date.now() < kept.until) return new Response(null, kept.init);
+        answers.delete(key);
+      }
+    }
+    const result = guarded(exports.fetch, request, env, ctx);
+    if (key !== undefined && result instanceof Response) {
+      const until = exports.answer_until();
+      if (until > Date.now()) {
+        if (answers.size >= MAX_ANSWERS) answers.clear();
+        answers.set(key, { init: { status: result.status, headers: new Headers(result.headers) }, until });
+      }
+    }
+    return result;
   },
   queue(batch, env, ctx) {
     return guarded(exports.queue, batch, env, ctx);

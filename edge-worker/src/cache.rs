@@ -64,6 +64,18 @@ impl<V: Clone> TtlCache<V> {
         }
     }
 
+    /// The value for `key` while it is a plain hit (before its reload is due), with the instant it stops being
+    /// one, without taking the reload offer [`lookup`](Self::lookup) hands out: for the fast path, which leaves
+    /// anything near expiry to the full path, whose `lookup` must then still be told to reload.
+    pub fn peek_fresh(&self, key: &str, now_ms: u64) -> Option<(V, u64)> {
+        match self.entries.get(key) {
+            Some(entry) if now_ms < entry.refresh_at => {
+                Some((entry.value.clone(), entry.refresh_at))
+            }
+            _ => None,
+        }
+    }
+
     /// Like [`get`](Self::get), but hands out the reload of a value near expiry: to one caller, then to another
     /// only after [`REFRESH_RETRY_MS`] if the value was not replaced meanwhile.
     pub fn lookup(&mut self, key: &str, now_ms: u64) -> Lookup<V> {
@@ -156,6 +168,21 @@ mod tests {
         // Never older than the TTL.
         assert_eq!(cache.lookup("k", 10_000), Lookup::Miss);
         assert_eq!(cache.lookup("absent", 0), Lookup::Miss);
+    }
+
+    #[test]
+    fn a_peek_leaves_the_reload_offer_to_lookup() {
+        let mut cache = TtlCache::new(10_000, 10);
+        cache.insert("k".into(), 1, 0);
+        // A plain hit until the reload is due, and when that is.
+        assert_eq!(cache.peek_fresh("k", 7_999), Some((1, 8_000)));
+        // Near expiry the peek declines, and does not take the offer: the next lookup still gets it.
+        assert_eq!(cache.peek_fresh("k", 8_000), None);
+        assert_eq!(cache.peek_fresh("k", 8_500), None);
+        assert_eq!(cache.lookup("k", 8_500), Lookup::Refresh(1));
+        // Offered: a hit again until the offer is renewed.
+        assert_eq!(cache.peek_fresh("k", 8_600), Some((1, 9_500)));
+        assert_eq!(cache.peek_fresh("absent", 0), None);
     }
 
     #[test]

@@ -68,6 +68,12 @@ impl Group {
         redirect
     }
 
+    /// The expiry (`expires_at`, UNIX seconds) of a token this group has opened: `Some(None)` for one that does
+    /// not expire, `None` for a token not in the memo.
+    pub fn opened_expiry(&self, token: &str) -> Option<Option<i64>> {
+        self.opened.borrow().get(token).map(|p| p.expires_at)
+    }
+
     /// Tokens in the memo (for tests).
     pub fn opened_tokens(&self) -> usize {
         self.opened.borrow().len()
@@ -218,6 +224,18 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
         return Decision::fallback(FallbackReason::Token("destination"));
     };
     apply_group_rules(destination, Some(&group.settings), visitor)
+}
+
+/// Until when (UNIX ms) a redirect decided from cached records stays the answer to the same request: the earliest
+/// of `records_until` (when the first of its records stops being a plain cache hit) and the link's or token's
+/// expiry (`expires_at_ms`; a redirect is expired from that instant on). Nothing but the clock and those records
+/// goes into such an answer, so until then the entry module (`edge-worker/js/entry.js`) may give it again without
+/// asking; a change to any record makes it forget every answer. 0 (never) for an expiry before the epoch.
+pub fn answer_until(records_until: u64, expires_at_ms: Option<i64>) -> u64 {
+    match expires_at_ms {
+        Some(at) => records_until.min(u64::try_from(at).unwrap_or(0)),
+        None => records_until,
+    }
 }
 
 /// Whether a group's rules or its analytics look at the visitor at all. When they do not, the shell skips reading
@@ -478,6 +496,8 @@ mod tests {
             Ok("https://dest.example/campaign")
         );
         assert_eq!(g.opened_tokens(), 1);
+        assert_eq!(g.opened_expiry(&expiring), Some(Some(NOW + 60)));
+        assert_eq!(g.opened_expiry("never-seen"), None);
         // From the memo: the same answer, and no second entry.
         assert_eq!(
             g.evaluate(&expiring, NOW + 1, &none).as_deref(),
@@ -508,6 +528,14 @@ mod tests {
             "another key cannot open it"
         );
         assert_eq!(other.opened_tokens(), 0);
+    }
+
+    #[test]
+    fn an_answer_lasts_until_its_records_or_its_expiry() {
+        assert_eq!(answer_until(8_000, None), 8_000);
+        assert_eq!(answer_until(8_000, Some(5_000)), 5_000);
+        assert_eq!(answer_until(8_000, Some(9_000)), 8_000);
+        assert_eq!(answer_until(8_000, Some(-1)), 0);
     }
 
     #[test]

@@ -147,7 +147,10 @@ mod tests {
         assert!(r.body.is_empty());
 
         // The edge's fast path keeps one `init` per destination for GET and HEAD alike (shell/fast.rs).
-        assert_eq!(r, reply(&Page::Destination("https://d.example/".into()), true));
+        assert_eq!(
+            r,
+            reply(&Page::Destination("https://d.example/".into()), true)
+        );
 
         let f = reply(&Page::Fallback("https://f.example/".into()), false);
         assert_eq!(f.status, 302);

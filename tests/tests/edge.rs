@@ -543,6 +543,120 @@ async fn monetization_interstitial() {
     );
 }
 
+/// Visits `path` three times (the first may load the records, the second takes the fast path, the third can be the
+/// entry module's kept answer) and checks each redirect.
+async fn visit_thrice(w: &Worker, host: &str, path: &str, location: &str) {
+    for _ in 0..3 {
+        w.visit(host, path, &[]).await.assert_redirect(location);
+    }
+}
+
+/// The entry module keeps the fast path's redirects (edge-worker/js/entry.js): they must change the moment a
+/// record does, end when the link or token expires, and never answer another URL, host or method.
+#[tokio::test]
+async fn kept_answers_follow_records_expiry_and_the_request() {
+    let w = seeded().await;
+    let now_ms = i64::try_from(now().as_millis()).expect("milliseconds fit");
+    let soon_ms = now_ms + 2_000;
+    w.sync(
+        vec![
+            (
+                format!("link:{HOST}:kept"),
+                link("https://dest.example/1", GROUP, true),
+            ),
+            (
+                format!("link:{HOST}:soon"),
+                link_with("https://dest.example/soon", |l| {
+                    l.expires_at = Some(soon_ms)
+                }),
+            ),
+            (
+                s("domain:other.example.com"),
+                domain(true, Some("https://other.example/fallback")),
+            ),
+            (
+                s("link:other.example.com:kept"),
+                link("https://dest.example/other", GROUP, true),
+            ),
+        ],
+        vec![],
+    )
+    .await;
+    visit_thrice(&w, HOST, "/kept", "https://dest.example/1").await;
+    // Another host, query or method is another request.
+    visit_thrice(
+        &w,
+        "other.example.com",
+        "/kept",
+        "https://dest.example/other",
+    )
+    .await;
+    visit_thrice(&w, HOST, "/kept?a=1", "https://dest.example/1?a=1").await;
+    visit_thrice(&w, HOST, "/kept?a=2", "https://dest.example/1?a=2").await;
+    w.send(Method::HEAD, HOST, "/kept", &[])
+        .await
+        .assert_redirect("https://dest.example/1");
+    let post = w.send(Method::POST, HOST, "/kept", &[]).await;
+    assert_eq!(post.status, 405);
+
+    // A record written through the sync route: the next request sees it.
+    w.put(
+        format!("link:{HOST}:kept"),
+        link("https://dest.example/2", GROUP, true),
+    )
+    .await;
+    visit_thrice(&w, HOST, "/kept", "https://dest.example/2").await;
+    w.put(
+        format!("link:{HOST}:kept"),
+        link("https://dest.example/2", GROUP, false),
+    )
+    .await;
+    visit_thrice(&w, HOST, "/kept", HOST_FALLBACK).await;
+    w.put(
+        format!("link:{HOST}:kept"),
+        link("https://dest.example/3", GROUP, true),
+    )
+    .await;
+    visit_thrice(&w, HOST, "/kept", "https://dest.example/3").await;
+    // The blocklist and the group are records too.
+    w.put(s("blocklist"), json!({"v": 1, "domains": ["dest.example"]}))
+        .await;
+    visit_thrice(&w, HOST, "/kept", HOST_FALLBACK).await;
+    w.put(s("blocklist"), json!({"v": 1, "domains": []})).await;
+    visit_thrice(&w, HOST, "/kept", "https://dest.example/3").await;
+    let campaign = dynamic_path(
+        GROUP,
+        &token(&key(), &Payload::new("https://dest.example/campaign")),
+    );
+    visit_thrice(&w, HOST, &campaign, "https://dest.example/campaign").await;
+    w.sync(vec![], vec![format!("group:{GROUP}")]).await;
+    visit_thrice(&w, HOST, &campaign, HOST_FALLBACK).await;
+    w.put(format!("group:{GROUP}"), group(&key(), json!({})))
+        .await;
+    visit_thrice(&w, HOST, &campaign, "https://dest.example/campaign").await;
+
+    // Expiry ends a kept answer on time, for a link and for a dynamic link's token.
+    let now_s = now().as_secs() as i64;
+    let mut p = Payload::new("https://dest.example/token");
+    p.expires_at = Some(now_s + 3);
+    let token_path = dynamic_path(GROUP, &token(&key(), &p));
+    visit_thrice(&w, HOST, "/soon", "https://dest.example/soon").await;
+    visit_thrice(&w, HOST, &token_path, "https://dest.example/token").await;
+    let wait_ms = soon_ms - i64::try_from(now().as_millis()).expect("milliseconds fit") + 100;
+    tokio::time::sleep(std::time::Duration::from_millis(
+        u64::try_from(wait_ms.max(0)).unwrap_or(0),
+    ))
+    .await;
+    visit_thrice(&w, HOST, "/soon", HOST_FALLBACK).await;
+    let wait_ms =
+        (now_s + 3) * 1000 - i64::try_from(now().as_millis()).expect("milliseconds fit") + 100;
+    tokio::time::sleep(std::time::Duration::from_millis(
+        u64::try_from(wait_ms.max(0)).unwrap_or(0),
+    ))
+    .await;
+    visit_thrice(&w, HOST, &token_path, HOST_FALLBACK).await;
+}
+
 #[tokio::test]
 async fn sync_route_authenticates_validates_and_evicts() {
     let w = seeded().await;

@@ -4,7 +4,9 @@
 //! returns, as a `Response` rather than a `Promise`. It reads only the method, the URL and the Host header, and
 //! builds the redirect with a handful of calls out of wasm. Anything else (a miss, an entry near expiry, a rule, a
 //! fallback, analytics, another route) returns `None` and takes the full path in `super`, which gives the same
-//! answer: the decision is the same plain code either way ([`crate::decision`], [`crate::reply`]).
+//! answer: the decision is the same plain code either way ([`crate::decision`], [`crate::reply`]). With the
+//! redirect it gives the instant until which the same request gets the same answer, for the entry module's
+//! answers (`edge-worker/js/entry.js`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -17,8 +19,9 @@ use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
 use crate::visitor::Visitor;
 
-/// The redirect for `req` when the isolate holds everything it needs, else `None`.
-pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<web_sys::Response> {
+/// The redirect for `req` when the isolate holds everything it needs, and until when (UNIX ms) it stays the
+/// answer to the same request ([`decision::answer_until`]); else `None`.
+pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Response, u64)> {
     let method = req.method();
     let head = match method.as_str() {
         "GET" => false,
@@ -35,48 +38,65 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<web_sys::Res
         .and_then(|h| route::normalize_request_host(&h))
         .or_else(|| route::normalize_request_host(authority))?;
     let now = i64::try_from(now_ms).ok()?;
-    let decision = match route::route(&method, path, query) {
+    let (decision, until) = match route::route(&method, path, query) {
         Route::Persistent { code } => {
             // A cached absence falls back, which needs the domain record: the full path.
-            let link = records::fresh_link(&host, &code, now_ms)??;
+            let (link, link_until) = records::fresh_link(&host, &code, now_ms)?;
+            let link = link?;
             if !link.is_active || link.expired(now) {
                 return None;
             }
-            let group = records::fresh_group(&link.group_id, now_ms)?;
+            let (group, group_until) = records::fresh_group(&link.group_id, now_ms)?;
             if decision::needs_visitor(Some(&group.settings)) {
                 return None;
             }
-            let blocklist = records::fresh_blocklist(now_ms)?;
+            let (blocklist, blocklist_until) = records::fresh_blocklist(now_ms)?;
             let forwarded = if link.forward_query { query } else { None };
-            decision::decide_persistent(
+            let decision = decision::decide_persistent(
                 Some(&link),
                 Some(&group.settings),
                 blocklist.as_ref(),
                 &Visitor::default(),
                 forwarded,
                 now,
+            );
+            let records_until = link_until.min(group_until).min(blocklist_until);
+            (
+                decision,
+                decision::answer_until(records_until, link.expires_at),
             )
         }
         Route::Dynamic { group_id, token } => {
-            let domain = records::fresh_domain(&host, now_ms)?;
-            let group = records::fresh_group(&group_id, now_ms)?;
+            let (domain, domain_until) = records::fresh_domain(&host, now_ms)?;
+            let (group, group_until) = records::fresh_group(&group_id, now_ms)?;
             if decision::needs_visitor(Some(&group.settings)) {
                 return None;
             }
-            let blocklist = records::fresh_blocklist(now_ms)?;
-            decision::decide_dynamic(
+            let (blocklist, blocklist_until) = records::fresh_blocklist(now_ms)?;
+            let decision = decision::decide_dynamic(
                 domain.as_deref(),
                 Some(&group),
                 token.as_deref(),
                 blocklist.as_ref(),
                 &Visitor::default(),
                 now / 1000,
-            )
+            );
+            // A redirect came from a token the group has now opened; its expiry is in seconds.
+            let expiry = token
+                .as_deref()
+                .and_then(|t| group.opened_expiry(t))
+                .map(|at| at.map(|s| s.saturating_mul(1000)));
+            let records_until = domain_until.min(group_until).min(blocklist_until);
+            let until = match expiry {
+                Some(expires_at_ms) => decision::answer_until(records_until, expires_at_ms),
+                None => 0,
+            };
+            (decision, until)
         }
         _ => return None,
     };
     match decision.outcome {
-        Outcome::Destination(url) if !decision.analytics => redirect(url, head),
+        Outcome::Destination(url) if !decision.analytics => Some((redirect(url, head)?, until)),
         _ => None,
     }
 }

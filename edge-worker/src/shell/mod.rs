@@ -88,7 +88,9 @@ pub fn fetch(
     let now_ms = js_sys::Date::now() as u64;
     // Reads the configuration on the isolate's first request (the cache TTL among it) before the cache is used.
     isolate_config(&env);
-    if let Some(response) = fast::answer(&req, now_ms) {
+    let answer = fast::answer(&req, now_ms);
+    ANSWER_UNTIL.with(|u| u.set(answer.as_ref().map_or(0, |(_, until)| *until)));
+    if let Some((response, _)) = answer {
         return response.into();
     }
     worker::wasm_bindgen_futures::future_to_promise(async move {
@@ -104,6 +106,29 @@ pub fn fetch(
         )))
     })
     .into()
+}
+
+thread_local! {
+    /// [`answer_until`] for the request [`fetch`] last answered.
+    static ANSWER_UNTIL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Until when (UNIX ms) the response [`fetch`] just returned stays the answer to the same request (method `GET`
+/// or `HEAD`, URL and `Host` header); 0 when it may not be given again without asking. The entry module
+/// (`edge-worker/js/entry.js`) calls this right after a `fetch` that returned a `Response` rather than a Promise.
+#[wasm_bindgen::prelude::wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export, like `fetch`
+pub fn answer_until() -> f64 {
+    // Milliseconds since the epoch fit a JS number exactly until the year 287,396.
+    ANSWER_UNTIL.with(|u| u.get()) as f64
+}
+
+/// Registers the function called after every change to the isolate's records: the entry module's, which then
+/// forgets the answers it keeps. Called once per module instance (again after a reset).
+#[wasm_bindgen::prelude::wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export, like `fetch`
+pub fn on_records_change(listener: js_sys::Function) {
+    records::set_on_change(listener);
 }
 
 /// The full fetch handler. Every visitor request ends in a redirect, an interstitial, a 404 when no fallback

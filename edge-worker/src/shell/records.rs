@@ -102,6 +102,7 @@ pub(super) fn synced(keys: &[&str]) {
             }
         }
     });
+    changed();
     LOADS.with(|l| l.borrow_mut().synced(keys.iter().copied()));
 }
 
@@ -141,6 +142,7 @@ async fn load(key: &str, load: impl Future<Output = Loaded>) -> Loaded {
                 cache.insert(key.clone(), entry.clone(), now_ms);
             }
         });
+        changed();
     }
     loaded
 }
@@ -213,45 +215,69 @@ fn parse<T: DeserializeOwned>(text: Option<String>) -> Option<T> {
     serde_json::from_str(&text?).ok()
 }
 
-/// What the isolate cache holds for `key` right now, without I/O: only a fresh entry (a hit, not one near expiry,
-/// which a reload must follow, and not a miss). For the synchronous fast path ([`super::fast`]).
-fn fresh(key: &str, now_ms: u64) -> Option<Cached> {
-    CACHE.with(|c| match c.borrow_mut().lookup(key, now_ms) {
-        cache::Lookup::Hit(entry) => Some(entry),
-        cache::Lookup::Refresh(_) | cache::Lookup::Miss => None,
-    })
+/// What the isolate cache holds for `key` right now, without I/O, and until when (UNIX ms) it stays so: only a
+/// plain hit, not an entry near expiry (whose reload the full path's lookup must still be offered) nor a miss.
+/// For the synchronous fast path ([`super::fast`]).
+fn fresh(key: &str, now_ms: u64) -> Option<(Cached, u64)> {
+    CACHE.with(|c| c.borrow().peek_fresh(key, now_ms))
 }
 
-/// A link the isolate cache holds fresh (`Some(None)`: its absence is cached).
-pub(super) fn fresh_link(host: &str, code: &str, now_ms: u64) -> Option<Option<Rc<LinkRecord>>> {
+/// A link the isolate cache holds fresh (`Some(None)`: its absence is cached), and until when.
+pub(super) fn fresh_link(
+    host: &str,
+    code: &str,
+    now_ms: u64,
+) -> Option<(Option<Rc<LinkRecord>>, u64)> {
     match fresh(&kv_model::link_key(host, code), now_ms)? {
-        Cached::Link(link) => Some(link),
+        (Cached::Link(link), until) => Some((link, until)),
         _ => None,
     }
 }
 
-/// A group KV had, fresh in the isolate cache (a cached absence is `None` here: the slow path asks the origin).
-pub(super) fn fresh_group(group_id: &str, now_ms: u64) -> Option<Rc<Group>> {
+/// A group KV had, fresh in the isolate cache (a cached absence is `None` here: the slow path asks the origin),
+/// and until when.
+pub(super) fn fresh_group(group_id: &str, now_ms: u64) -> Option<(Rc<Group>, u64)> {
     match fresh(&kv_model::group_key(group_id), now_ms)? {
-        Cached::Group(group) => group,
+        (Cached::Group(group), until) => Some((group?, until)),
         _ => None,
     }
 }
 
-/// A domain record, fresh in the isolate cache (`Some(None)`: its absence is cached).
-pub(super) fn fresh_domain(host: &str, now_ms: u64) -> Option<Option<Rc<DomainRecord>>> {
+/// A domain record, fresh in the isolate cache (`Some(None)`: its absence is cached), and until when.
+pub(super) fn fresh_domain(host: &str, now_ms: u64) -> Option<(Option<Rc<DomainRecord>>, u64)> {
     match fresh(&kv_model::domain_key(host), now_ms)? {
-        Cached::Domain(domain) => Some(domain),
+        (Cached::Domain(domain), until) => Some((domain, until)),
         _ => None,
     }
 }
 
-/// The blocklist, fresh in the isolate cache.
-pub(super) fn fresh_blocklist(now_ms: u64) -> Option<Rc<DomainBlocklist>> {
+/// The blocklist, fresh in the isolate cache, and until when.
+pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)> {
     match fresh(BLOCKLIST_KEY, now_ms)? {
-        Cached::Blocklist(list) => Some(list),
+        (Cached::Blocklist(list), until) => Some((list, until)),
         _ => None,
     }
+}
+
+thread_local! {
+    /// Called after every change to the isolate cache (a record loaded, replaced, or written or deleted through
+    /// the sync route): the entry module forgets the answers it keeps (`edge-worker/js/entry.js`).
+    static ON_CHANGE: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
+}
+
+/// Sets the function [`changed`] calls (see `ON_CHANGE`).
+pub(super) fn set_on_change(listener: js_sys::Function) {
+    ON_CHANGE.with(|l| *l.borrow_mut() = Some(listener));
+}
+
+/// Tells the entry module that the records changed. It only clears a map; should it throw, nothing here depends
+/// on it.
+fn changed() {
+    ON_CHANGE.with(|l| {
+        if let Some(listener) = l.borrow().as_ref() {
+            let _ = listener.call0(&wasm_bindgen::JsValue::UNDEFINED);
+        }
+    });
 }
 
 /// The records one request reads. The KV binding is looked up only when a record is not in the cache.
