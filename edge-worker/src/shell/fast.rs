@@ -38,7 +38,9 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
         .and_then(|h| route::normalize_request_host(&h))
         .or_else(|| route::normalize_request_host(authority))?;
     let now = i64::try_from(now_ms).ok()?;
-    let (decision, until) = match route::route(&method, path, query) {
+    // Whether the redirect is worth keeping (its JS init here, the answer in the entry module): not for a token
+    // this isolate opens for the first time, as most tokens are seen once (a campaign's are seen again: kept then).
+    let (decision, until, keep) = match route::route(&method, path, query) {
         Route::Persistent { code } => {
             // A cached absence falls back, which needs the domain record: the full path.
             let (link, link_until) = records::fresh_link(&host, &code, now_ms)?;
@@ -61,10 +63,8 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
                 now,
             );
             let records_until = link_until.min(group_until).min(blocklist_until);
-            (
-                decision,
-                decision::answer_until(records_until, link.expires_at),
-            )
+            let until = decision::answer_until(records_until, link.expires_at);
+            (decision, until, true)
         }
         Route::Dynamic { group_id, token } => {
             let (domain, domain_until) = records::fresh_domain(&host, now_ms)?;
@@ -73,6 +73,9 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
                 return None;
             }
             let (blocklist, blocklist_until) = records::fresh_blocklist(now_ms)?;
+            let seen_before = token
+                .as_deref()
+                .is_some_and(|t| group.opened_expiry(t).is_some());
             let decision = decision::decide_dynamic(
                 domain.as_deref(),
                 Some(&group),
@@ -88,15 +91,19 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
                 .map(|at| at.map(|s| s.saturating_mul(1000)));
             let records_until = domain_until.min(group_until).min(blocklist_until);
             let until = match expiry {
-                Some(expires_at_ms) => decision::answer_until(records_until, expires_at_ms),
-                None => 0,
+                Some(expires_at_ms) if seen_before => {
+                    decision::answer_until(records_until, expires_at_ms)
+                }
+                _ => 0,
             };
-            (decision, until)
+            (decision, until, seen_before)
         }
         _ => return None,
     };
     match decision.outcome {
-        Outcome::Destination(url) if !decision.analytics => Some((redirect(url, head)?, until)),
+        Outcome::Destination(url) if !decision.analytics => {
+            Some((redirect(url, head, keep)?, until))
+        }
         _ => None,
     }
 }
@@ -113,8 +120,8 @@ thread_local! {
     static KEPT_INITS: RefCell<HashMap<String, web_sys::ResponseInit>> = RefCell::new(HashMap::new());
 }
 
-/// The redirect to `location`, built from the kept `init` for it, or from a new one that is then kept.
-fn redirect(location: String, head: bool) -> Option<web_sys::Response> {
+/// The redirect to `location`, built from the kept `init` for it, or from a new one that is then kept if `keep`.
+fn redirect(location: String, head: bool, keep: bool) -> Option<web_sys::Response> {
     KEPT_INITS.with(|kept| {
         let mut kept = kept.borrow_mut();
         if let Some(init) = kept.get(location.as_str()) {
@@ -122,10 +129,12 @@ fn redirect(location: String, head: bool) -> Option<web_sys::Response> {
         }
         let init = init_for(&reply(&Page::Destination(location.clone()), head))?;
         let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok();
-        if kept.len() >= MAX_KEPT_INITS {
-            kept.clear();
+        if keep {
+            if kept.len() >= MAX_KEPT_INITS {
+                kept.clear();
+            }
+            kept.insert(location, init);
         }
-        kept.insert(location, init);
         response
     })
 }
