@@ -66,6 +66,7 @@ const workers = [
     name: "floor",
     options: {
       ...common,
+      cf: { colo: "LCL", httpProtocol: "HTTP/1.1" },
       modules: true,
       script:
         'export default { fetch() { return new Response(null, { status: 302, headers: { Location: "https://example.com/", "Cache-Control": "private, no-store, max-age=0" } }); } };',

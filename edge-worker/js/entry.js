@@ -40,8 +40,10 @@ function markCritical(e) {
 addEventListener("error", (e) => markCritical(e.error));
 
 // Request key (URL, then the Host header) -> { init: the redirect's status and headers, until: UNIX ms }. Bounded
-// like the Rust side's maps: when full it starts again.
+// like the Rust side's maps: when full it starts again; a request with a longer URL is answered, just not kept,
+// so the map stays within a few megabytes whatever visitors send.
 const MAX_ANSWERS = 1024;
+const MAX_KEPT_URL_LENGTH = 4096;
 const answers = new Map();
 function forgetAnswers() {
   answers.clear();
@@ -53,8 +55,12 @@ exports.on_records_change(forgetAnswers);
 function answerKey(request) {
   const method = request.method;
   if (method !== "GET" && method !== "HEAD") return undefined;
+  const url = request.url;
+  if (url.length > MAX_KEPT_URL_LENGTH) return undefined;
   const host = request.headers.get("host");
-  return host === null ? request.url : request.url + "\n" + host;
+  if (host === null) return url;
+  // A host name is at most 253 characters; with a port, a few more.
+  return host.length > 300 ? undefined : url + "\n" + host;
 }
 
 // Runs a handler with the recovery around it: a trap while it runs, or later in the Promise it returned, marks the
