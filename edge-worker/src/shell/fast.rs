@@ -73,9 +73,9 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
                 return None;
             }
             let (blocklist, blocklist_until) = records::fresh_blocklist(now_ms)?;
-            let seen_before = token
-                .as_deref()
-                .is_some_and(|t| group.opened_expiry(t).is_some());
+            // The memo's entry for a token seen before: its expiry (in seconds) is the payload's, known before
+            // deciding. One lookup serves both the keeping and the answer's bound.
+            let seen_expiry = token.as_deref().and_then(|t| group.opened_expiry(t));
             let decision = decision::decide_dynamic(
                 domain.as_deref(),
                 Some(&group),
@@ -84,19 +84,11 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
                 &Visitor::default(),
                 now / 1000,
             );
-            // A redirect came from a token the group has now opened; its expiry is in seconds.
-            let expiry = token
-                .as_deref()
-                .and_then(|t| group.opened_expiry(t))
-                .map(|at| at.map(|s| s.saturating_mul(1000)));
             let records_until = domain_until.min(group_until).min(blocklist_until);
-            let until = match expiry {
-                Some(expires_at_ms) if seen_before => {
-                    decision::answer_until(records_until, expires_at_ms)
-                }
-                _ => 0,
-            };
-            (decision, until, seen_before)
+            let until = seen_expiry.map_or(0, |at| {
+                decision::answer_until(records_until, at.map(|s| s.saturating_mul(1000)))
+            });
+            (decision, until, seen_expiry.is_some())
         }
         _ => return None,
     };
