@@ -16,5 +16,12 @@ if [ -f ./shim.js ] && [ -f ./index.js ]; then
     }
   done
   cp "$EDGE_ENTRY" ./shim.js
+  # The entry's own module (its kept answers, a file of its own to be tested under Node) goes beside it for the
+  # bundle, and away again after it: only index.js and the wasm are the build's output.
+  cp "$(dirname "$EDGE_ENTRY")/kept-answers.mjs" ./kept-answers.mjs
+  status=0
+  "$REAL_ESBUILD" "$@" || status=$?
+  rm -f ./kept-answers.mjs
+  exit "$status"
 fi
 exec "$REAL_ESBUILD" "$@"

@@ -21,6 +21,15 @@ pub enum DashboardError {
     /// A form posted from another site.
     #[error("cross-site post")]
     CrossSite,
+    /// A form body over [`crate::MAX_FORM_BYTES`].
+    #[error("form too large")]
+    TooLarge,
+    /// The account made its budget of changes for the last minute: retry after this many seconds.
+    #[error("too many changes")]
+    TooManyChanges {
+        /// Seconds until one more change is allowed.
+        retry_after: i64,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -46,6 +55,37 @@ impl IntoResponse for DashboardError {
                 "Form refused",
                 "This form was not sent from this dashboard's page, or the page is too old. Go back, reload the page and try again.",
             ),
+            Self::TooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Form too large",
+                "This form sent more than the dashboard accepts. Go back and shorten what you typed.",
+            ),
+            Self::Store(StoreError::Busy { retry_after }) => {
+                let page = render(&ErrorPage {
+                    nav: None,
+                    title: "Try again in a moment",
+                    message: "Too many people are signing in or confirming passwords right now. Nothing was changed; try again in a few seconds.",
+                });
+                return (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(header::RETRY_AFTER, retry_after.to_string())],
+                    page,
+                )
+                    .into_response();
+            }
+            Self::TooManyChanges { retry_after } => {
+                let page = render(&ErrorPage {
+                    nav: None,
+                    title: "Too many changes",
+                    message: "You made as many changes in the last minute as an account may. Nothing was changed; go back and try again in a minute.",
+                });
+                return (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(header::RETRY_AFTER, retry_after.to_string())],
+                    page,
+                )
+                    .into_response();
+            }
             Self::Store(StoreError::Unavailable(_)) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Try again in a moment",

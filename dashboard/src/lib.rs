@@ -7,9 +7,11 @@
 
 mod assets;
 mod chart;
+mod client;
 mod error;
 mod forms;
 mod pages;
+mod reauth;
 mod security;
 mod session;
 mod views;
@@ -21,6 +23,9 @@ use axum::routing::{any, get, post};
 use shortlink_store::Db;
 use std::sync::Arc;
 use tokio::sync::Notify;
+
+/// The largest form body accepted; a larger one gets 413.
+pub const MAX_FORM_BYTES: usize = 16 * 1024;
 
 /// How the dashboard is reached and what it shares with the rest of the origin.
 #[derive(Debug, Clone)]
@@ -34,8 +39,13 @@ pub struct DashboardState {
     /// The origin's public base URL (`https://admin.example.com`), whose origin a form post may also come from;
     /// posts from the page's own host are always accepted.
     pub public_origin: Option<String>,
-    /// The header that carries the client's address behind a proxy (sign-in throttling); default: the peer.
-    pub client_ip_header: Option<String>,
+    /// Where the client's address comes from (the sign-in and password throttles): the origin's one rule.
+    pub client_addr: client_addr::ClientAddrRule,
+    /// The account's budget of changes made here (links edited, paused, resumed, deleted; groups created, saved,
+    /// rotated, deleted) in any rolling minute, apart from its API key's budget.
+    pub write_limit_per_minute: u32,
+    /// Most groups an account may have, its default group included.
+    pub max_groups_per_account: u32,
 }
 
 /// The dashboard's routes (full paths, `/dashboard/…`), with its security headers and its own 404 page, to be
@@ -73,10 +83,13 @@ pub fn router(state: DashboardState) -> Router {
             get(groups::confirm_delete).post(groups::delete),
         )
         .route("/dashboard/key", get(key::show))
-        .route("/dashboard/key/generate", post(key::generate))
+        .route(
+            "/dashboard/key/generate",
+            get(key::confirm_generate).post(key::generate),
+        )
         .route(
             "/dashboard/key/regenerate",
-            get(key::confirm_regenerate).post(key::generate),
+            get(key::confirm_regenerate).post(key::regenerate),
         )
         .route(
             "/dashboard/key/revoke",
@@ -105,6 +118,8 @@ pub fn router(state: DashboardState) -> Router {
             state.clone(),
             security::guard,
         ))
+        // Forms are small (the largest, a group's settings, is well under 4 KiB): 16 KiB, not axum's 2 MB.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BYTES))
         // Pages and assets gzipped for browsers that ask (all do).
         .layer(tower_http::compression::CompressionLayer::new().gzip(true))
         .with_state(state)

@@ -20,10 +20,18 @@ pub(crate) async fn guard(
     next: Next,
 ) -> Response {
     let is_asset = req.uri().path().starts_with("/dashboard/assets/");
+    let declared_len = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
     let mut response = if !matches!(*req.method(), Method::GET | Method::HEAD)
         && !same_origin(req.headers(), state.public_origin.as_deref())
     {
         DashboardError::CrossSite.into_response()
+    } else if declared_len.is_some_and(|n| n > crate::MAX_FORM_BYTES as u64) {
+        // Refused with our page before the body is read; a chunked body without a length meets the body limit.
+        DashboardError::TooLarge.into_response()
     } else {
         next.run(req).await
     };
@@ -44,6 +52,14 @@ pub(crate) async fn guard(
     );
     if !is_asset {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    // Served over https (the public URL says so): the browser never tries plain http again for a year, so a
+    // network attacker cannot strip TLS off the next visit and read the session cookie's first request.
+    if state.secure_cookies {
+        h.insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000"),
+        );
     }
     response
 }

@@ -72,7 +72,6 @@ pub(crate) struct KeyView {
 pub(crate) struct KeyPage {
     pub(crate) nav: Option<Nav>,
     pub(crate) title: &'static str,
-    pub(crate) csrf: String,
     pub(crate) key: Option<KeyView>,
     /// The plaintext, on the one response that generated it.
     pub(crate) new_key: Option<String>,
@@ -89,6 +88,10 @@ pub(crate) struct ConfirmPage {
     pub(crate) action: String,
     pub(crate) button: &'static str,
     pub(crate) cancel: String,
+    /// A sensitive action: the form asks for the current password ([`crate::reauth`]).
+    pub(crate) password: bool,
+    /// Why the last try was refused (wrong password, throttled).
+    pub(crate) error: Option<String>,
 }
 
 pub(crate) struct GroupItem {

@@ -10,8 +10,10 @@
 // due for a reload, or the link or token expires (`answer_until` in src/shell/mod.rs, `decision::answer_until`).
 // Until then this module answers that request itself, with no call into wasm and no string copied into it; any
 // change to the isolate's records (a load, a reload, the sync route) makes it forget every answer at once
-// (`on_records_change`). The decision stays Rust's: this is a memo of its result with Rust's own expiry.
+// (`on_records_change`). The decision stays Rust's: this is a memo of its result with Rust's own expiry. The answers
+// are bounded in number and in bytes (./kept-answers.mjs).
 import * as exports from "./index.js";
+import { KeptAnswers, answerBytes } from "./kept-answers.mjs";
 
 Error.stackTraceLimit = 100;
 // Shared with the Rust side (workers-rs reads and sets it): whether the module trapped, and how often it was reset.
@@ -39,12 +41,11 @@ function markCritical(e) {
 
 addEventListener("error", (e) => markCritical(e.error));
 
-// Request key (URL, then the Host header) -> { init: the redirect's status and headers, until: UNIX ms }. Bounded
-// like the Rust side's maps: when full it starts again; a request with a longer URL is answered, just not kept,
-// so the map stays within a few megabytes whatever visitors send.
-const MAX_ANSWERS = 1024;
+// Request key (URL, then the Host header) -> { init: the redirect's status and headers, until: UNIX ms }. At most
+// MAX_ANSWERS answers and MAX_ANSWERS_BYTES (./kept-answers.mjs), the oldest going first; a request with a longer URL
+// is answered, just not kept.
 const MAX_KEPT_URL_LENGTH = 4096;
-const answers = new Map();
+const answers = new KeptAnswers();
 function forgetAnswers() {
   answers.clear();
 }
@@ -98,8 +99,8 @@ export default {
     if (key !== undefined && result instanceof Response) {
       const until = exports.answer_until();
       if (until > Date.now()) {
-        if (answers.size >= MAX_ANSWERS) answers.clear();
-        answers.set(key, { init: { status: result.status, headers: new Headers(result.headers) }, until });
+        const headers = new Headers(result.headers);
+        answers.set(key, { status: result.status, headers }, until, answerBytes(key, headers));
       }
     }
     return result;

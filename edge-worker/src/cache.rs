@@ -66,7 +66,9 @@ impl<V: Clone> TtlCache<V> {
 
     /// The value for `key` while it is a plain hit (before its reload is due), with the instant it stops being
     /// one, without taking the reload offer [`lookup`](Self::lookup) hands out: for the fast path, which leaves
-    /// anything near expiry to the full path, whose `lookup` must then still be told to reload.
+    /// anything near expiry to the full path, whose `lookup` must then still be told to reload. That instant is
+    /// never past the entry's expiry (`refresh_at <= expires` always holds), so neither the value nor an answer
+    /// kept until then outlives the TTL.
     pub fn peek_fresh(&self, key: &str, now_ms: u64) -> Option<(V, u64)> {
         match self.entries.get(key) {
             Some(entry) if now_ms < entry.refresh_at => {
@@ -84,7 +86,9 @@ impl<V: Clone> TtlCache<V> {
                 if now_ms < entry.refresh_at {
                     Lookup::Hit(entry.value.clone())
                 } else {
-                    entry.refresh_at = now_ms.saturating_add(REFRESH_RETRY_MS);
+                    // Never past `expires`: `peek_fresh` (the fast path, and the instant a kept answer lasts) trusts
+                    // `refresh_at` alone, so an offer made in the last second must not stretch the entry's life.
+                    entry.refresh_at = now_ms.saturating_add(REFRESH_RETRY_MS).min(entry.expires);
                     Lookup::Refresh(entry.value.clone())
                 }
             }
@@ -183,6 +187,34 @@ mod tests {
         // Offered: a hit again until the offer is renewed.
         assert_eq!(cache.peek_fresh("k", 8_600), Some((1, 9_500)));
         assert_eq!(cache.peek_fresh("absent", 0), None);
+    }
+
+    /// A reload offered in the last second of an entry's life, whose reload then fails (nothing is inserted): the
+    /// renewed offer must not carry the entry past its expiry, for `peek_fresh` (the fast path) nor `lookup`.
+    #[test]
+    fn a_failed_reload_never_stretches_the_ttl() {
+        let mut cache = TtlCache::new(10_000, 10);
+        cache.insert("k".into(), 1, 0);
+        assert_eq!(cache.lookup("k", 9_500), Lookup::Refresh(1));
+        assert_eq!(cache.peek_fresh("k", 10_200), None, "past the TTL");
+        assert_eq!(cache.lookup("k", 10_200), Lookup::Miss);
+        assert_eq!(cache.get("k", 10_200), None);
+        // Served fresh by the fast path at most until the expiry, and the instant it gives is not later.
+        let mut cache = TtlCache::new(10_000, 10);
+        cache.insert("k".into(), 1, 0);
+        assert_eq!(cache.lookup("k", 9_500), Lookup::Refresh(1));
+        assert_eq!(cache.peek_fresh("k", 9_600), Some((1, 10_000)));
+        assert_eq!(cache.peek_fresh("k", 10_000), None);
+        // The same at every instant of the last fifth: whatever the offers, nothing is served at or past expiry.
+        let mut cache = TtlCache::new(10_000, 10);
+        cache.insert("k".into(), 1, 0);
+        for now in (8_000..10_000).step_by(7) {
+            let _ = cache.lookup("k", now);
+            if let Some((_, until)) = cache.peek_fresh("k", now) {
+                assert!(until <= 10_000, "at {now}: fresh until {until}");
+            }
+        }
+        assert_eq!(cache.peek_fresh("k", 10_000), None);
     }
 
     #[test]

@@ -35,6 +35,17 @@ pub const KV_CACHE_TTL_SECONDS: u64 = 30;
 /// Most entries an isolate caches; past this, expired entries are dropped, and if none are, the cache is cleared.
 pub const ISOLATE_CACHE_CAPACITY: usize = 10_000;
 
+/// Bytes (estimated) of the fast path's kept redirect `init` objects (`src/shell/fast.rs`, one per destination) in
+/// an isolate; past it the oldest go. A destination with a forwarded query is up to 2,048 characters, and its init
+/// holds it again as the `Location` header: 2 MiB keeps about 400 of the longest, thousands of usual ones.
+pub const KEPT_INITS_BUDGET_BYTES: usize = 2 * 1024 * 1024;
+
+/// Bytes (estimated) of the last good group records an isolate keeps for when a KV read of a group fails
+/// (`src/shell/records.rs`); past it the oldest go. A group is about a kilobyte (its cipher's key schedule and
+/// settings): 1 MiB keeps several hundred, the groups an isolate actually serves. A group not kept falls back on
+/// a failed read, as one never read does.
+pub const LAST_GOOD_GROUPS_BUDGET_BYTES: usize = 1024 * 1024;
+
 /// The cache TTL in seconds for a `ISOLATE_CACHE_TTL_SECONDS` value: the default when unset or not a number.
 pub fn cache_ttl_seconds(var: Option<&str>) -> u64 {
     var.and_then(|v| v.trim().parse::<u64>().ok())

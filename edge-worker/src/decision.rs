@@ -5,78 +5,145 @@
 //! domain record), and turns the result into a response with [`crate::reply`].
 
 use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord};
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
 
 use shared_crypto::{Blocklist, GroupKey, Payload, TokenCipher, TokenError, extract_host};
 
+use crate::bounded::BoundedMap;
 use crate::forward_query::forward_query;
 use crate::visitor::{Visitor, country_allowed};
 
 /// Longest interstitial countdown honoured, whatever the group says: visitors should not wait minutes.
 pub const MAX_INTERSTITIAL_SECONDS: u32 = 60;
 
-/// Most opened tokens a [`Group`] keeps: past this the memo is emptied and fills again from the tokens visitors
-/// bring. Tokens are up to a few KB, so this bounds the memo to about a megabyte per cached group.
-pub const MAX_OPENED_TOKENS: usize = 256;
+/// Bytes (estimated: token, payload, overhead) the opened-token memo may hold in an isolate, all groups together.
+/// Tokens are as long as a request allows (a 2,048-character destination with a long `back_param` makes one of
+/// 15 KB), and an isolate may hold thousands of groups, so a bound per group would not bound the isolate (it had
+/// 256 tokens per group: 15 KB × 256 × thousands of groups is past the isolate's 128 MB). 4 MiB keeps a few
+/// hundred of the largest tokens, and thousands of usual ones; past it the oldest go, and a token opened again
+/// costs one decryption.
+pub const TOKEN_MEMO_BUDGET_BYTES: usize = 4 * 1024 * 1024;
+
+/// A token a group opened, in the isolate's memo.
+#[derive(Debug)]
+struct Opened {
+    /// [`Group::serial`] of the group that opened it: only that group may use the payload (another group, or a
+    /// newer record of the same group, opens the token itself).
+    group: u64,
+    payload: Payload,
+}
+
+thread_local! {
+    /// The opened tokens of every group of the isolate, by token, within [`TOKEN_MEMO_BUDGET_BYTES`]. One map for
+    /// the isolate rather than one per group, so the budget holds whatever the number of groups; a record
+    /// replaced (a reload, a rotated key) leaves its entries to age out. Tokens that failed to open are not kept:
+    /// anyone can make those, so they could only crowd out the real ones.
+    static OPENED: RefCell<BoundedMap> = RefCell::new(BoundedMap::new(TOKEN_MEMO_BUDGET_BYTES));
+    /// The serial of the last [`Group`] made.
+    static LAST_SERIAL: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The estimated bytes the opened-token memo holds in this isolate (at most [`TOKEN_MEMO_BUDGET_BYTES`]).
+pub fn token_memo_bytes() -> usize {
+    OPENED.with(|m| m.borrow().bytes())
+}
 
 /// A group ready to evaluate tokens: the cipher is built once per cached record, not per request, and the tokens
-/// it opened are kept with their payloads, so the many visitors of one campaign's link cost one decryption per
-/// isolate while the record is cached (its TTL), not one each. Only the decryption is kept: expiry, destination
-/// rules, the blocklist and the group's rules are checked on every request, as a token's fate can change with the
-/// clock and the blocklist. A new key comes as a new record, hence a new `Group` and an empty memo.
+/// it opened are kept with their payloads (in the isolate's memo, `OPENED`), so the many visitors of one
+/// campaign's link cost one decryption per isolate while the record is cached (its TTL), not one each. Only the
+/// decryption is kept: expiry, destination rules, the blocklist and the group's rules are checked on every
+/// request, as a token's fate can change with the clock and the blocklist. A new key comes as a new record, hence
+/// a new `Group` with a serial of its own, which none of the memo's entries carries.
 #[derive(Debug, Clone)]
 pub struct Group {
     /// The AES-256-GCM cipher under the group key.
     pub cipher: TokenCipher,
     /// The group's settings.
     pub settings: GroupSettings,
-    /// Tokens opened under this key, with their payloads (tokens that failed to open are not kept: anyone can
-    /// make those, so they could only crowd out the real ones).
-    opened: RefCell<HashMap<String, Payload>>,
+    /// Which memo entries are this record's (a clone shares them: same key).
+    serial: u64,
 }
 
 impl Group {
     /// The group of a KV record; `None` when its key is not a valid base64url 32-byte key (treated as missing).
     pub fn from_record(record: GroupRecord) -> Option<Group> {
         let key = GroupKey::from_base64url(&record.key).ok()?;
+        let serial = LAST_SERIAL.with(|s| {
+            s.set(s.get() + 1);
+            s.get()
+        });
         Some(Group {
             cipher: TokenCipher::new(&key),
             settings: record.settings,
-            opened: RefCell::default(),
+            serial,
         })
     }
 
     /// The redirect URL of `token` at `now_seconds`, as [`TokenCipher::evaluate`] gives it, decrypting the token
-    /// only the first time this group sees it.
+    /// only the first time this group sees it (while the memo keeps it).
     pub fn evaluate<B: Blocklist + ?Sized>(
         &self,
         token: &str,
         now_seconds: i64,
         blocklist: &B,
     ) -> Result<String, TokenError> {
-        if let Some(payload) = self.opened.borrow().get(token) {
-            return payload.redirect_url(now_seconds, blocklist);
+        let seen = OPENED.with(|m| {
+            m.borrow()
+                .get::<Opened>(token)
+                .filter(|o| o.group == self.serial)
+                .map(|o| o.payload.redirect_url(now_seconds, blocklist))
+        });
+        if let Some(redirect) = seen {
+            return redirect;
         }
         let payload = self.cipher.open(token)?;
         let redirect = payload.redirect_url(now_seconds, blocklist);
-        let mut opened = self.opened.borrow_mut();
-        if opened.len() >= MAX_OPENED_TOKENS {
-            opened.clear();
-        }
-        opened.insert(token.to_owned(), payload);
+        let bytes = std::mem::size_of::<Opened>()
+            + payload.destination_url.len()
+            + payload.back_param.as_ref().map_or(0, String::len);
+        OPENED.with(|m| {
+            m.borrow_mut().insert(
+                token,
+                Opened {
+                    group: self.serial,
+                    payload,
+                },
+                bytes,
+            )
+        });
         redirect
     }
 
     /// The expiry (`expires_at`, UNIX seconds) of a token this group has opened: `Some(None)` for one that does
     /// not expire, `None` for a token not in the memo.
     pub fn opened_expiry(&self, token: &str) -> Option<Option<i64>> {
-        self.opened.borrow().get(token).map(|p| p.expires_at)
+        OPENED.with(|m| {
+            m.borrow()
+                .get::<Opened>(token)
+                .filter(|o| o.group == self.serial)
+                .map(|o| o.payload.expires_at)
+        })
     }
 
-    /// Tokens in the memo (for tests).
+    /// Tokens of this group in the memo (for tests).
     pub fn opened_tokens(&self) -> usize {
-        self.opened.borrow().len()
+        OPENED.with(|m| {
+            m.borrow()
+                .values::<Opened>()
+                .filter(|o| o.group == self.serial)
+                .count()
+        })
+    }
+
+    /// An estimate of the bytes this record holds (the cipher's key schedule, the settings), for the bounded
+    /// maps that keep groups.
+    pub fn approx_bytes(&self) -> usize {
+        let s = &self.settings;
+        let strings = |v: &[String]| v.iter().map(|c| c.len() + 24).sum::<usize>();
+        std::mem::size_of::<Group>()
+            + strings(&s.access.allow_countries)
+            + strings(&s.access.block_countries)
+            + s.access.fallback_url.as_ref().map_or(0, String::len)
     }
 }
 
@@ -106,6 +173,30 @@ pub enum FallbackReason {
     UnknownGroup,
     /// The token was rejected; the string is [`shared_crypto::TokenError::reason`].
     Token(&'static str),
+    /// A record the decision must check could not be read (a KV error) and the isolate holds no earlier copy of
+    /// it: a persistent link's group (its access rules, interstitial and analytics would be skipped), or the
+    /// blocklist for a dynamic link (whose destination nobody else checked). Safer to send the visitor nowhere
+    /// than past a check.
+    Unavailable,
+}
+
+/// A persistent link's group, as the isolate could read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkGroup<'a> {
+    /// The group's settings (fresh, or the last good copy when a read failed): its rules apply.
+    Rules(&'a GroupSettings),
+    /// KV has no usable record for the group (a successful read), nor the origin: the link redirects without rules.
+    Absent,
+    /// The group's record could not be read and the isolate has no earlier copy: the visitor gets the fallback
+    /// rather than a redirect past rules that may exist.
+    Unavailable,
+}
+
+impl<'a> From<Option<&'a GroupSettings>> for LinkGroup<'a> {
+    /// A record that was read: its settings, or none.
+    fn from(settings: Option<&'a GroupSettings>) -> Self {
+        settings.map_or(LinkGroup::Absent, LinkGroup::Rules)
+    }
 }
 
 /// Where a request ends, before fallback URLs are resolved.
@@ -155,14 +246,16 @@ impl Decision {
 /// leads nowhere, so the group's rules (country, bots, interstitial) are never reached and nothing is counted.
 /// `now_ms` is UNIX milliseconds, as `expires_at` is.
 ///
-/// A missing group record does not break a persistent link: it redirects without rules. Persistent links do not
-/// depend on the domain record either (disabling a domain stops new links, not old ones). The blocklist does stop
-/// them: a domain blocked after its links were created must stop being a destination at once, without waiting
-/// for every link to it to be paused.
+/// A missing group record does not break a persistent link: it redirects without rules; a group that could not be
+/// read at all ([`LinkGroup::Unavailable`]) falls back instead. Persistent links do not depend on the domain
+/// record either (disabling a domain stops new links, not old ones). The blocklist does stop them: a domain
+/// blocked after its links were created must stop being a destination at once, without waiting for every link to
+/// it to be paused. `blocklist` is `None` when it could not be read and the isolate never read one: the origin
+/// checked the destination against the blocklist when the link was created or edited, so the link redirects.
 pub fn decide_persistent<B: Blocklist + ?Sized>(
     link: Option<&LinkRecord>,
-    group: Option<&GroupSettings>,
-    blocklist: &B,
+    group: LinkGroup<'_>,
+    blocklist: Option<&B>,
     visitor: &Visitor,
     query: Option<&str>,
     now_ms: i64,
@@ -181,12 +274,17 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
     };
     // The host as the dynamic path reads it (shared-crypto), matched as the dynamic path matches it.
     match extract_host(&destination) {
-        Ok(host) if blocklist.is_blocked(host) => {
+        Ok(host) if blocklist.is_some_and(|b| b.is_blocked(host)) => {
             return Decision::fallback(FallbackReason::BlockedDestination);
         }
         Ok(_) => {}
         Err(_) => return Decision::fallback(FallbackReason::BadDestination),
     }
+    let group = match group {
+        LinkGroup::Rules(settings) => Some(settings),
+        LinkGroup::Absent => None,
+        LinkGroup::Unavailable => return Decision::fallback(FallbackReason::Unavailable),
+    };
     let destination = match query {
         Some(query) if link.forward_query => forward_query(&destination, query),
         _ => destination,
@@ -196,12 +294,13 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
 
 /// `GET /e/<group_id>?signature=<token>`, in spec 4.5's order: an enabled domain, the token decrypted with the
 /// group key, the destination and expiry rules (with `back_param` appended, by shared-crypto), then the group's
-/// access rules and monetization.
+/// access rules and monetization. `blocklist` is `None` when it could not be read and the isolate never read one:
+/// a dynamic link's destination is the client's, checked by nobody else, so it falls back.
 pub fn decide_dynamic<B: Blocklist + ?Sized>(
     domain: Option<&DomainRecord>,
     group: Option<&Group>,
     token: Option<&str>,
-    blocklist: &B,
+    blocklist: Option<&B>,
     visitor: &Visitor,
     now_seconds: i64,
 ) -> Decision {
@@ -213,6 +312,9 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
     };
     let Some(group) = group else {
         return Decision::fallback(FallbackReason::UnknownGroup);
+    };
+    let Some(blocklist) = blocklist else {
+        return Decision::fallback(FallbackReason::Unavailable);
     };
     let redirect = match group.evaluate(token, now_seconds, blocklist) {
         Ok(url) => url,
@@ -385,7 +487,7 @@ mod tests {
             Some(&enabled()),
             Some(group),
             Some(token),
-            &blocklist(),
+            Some(&blocklist()),
             visitor,
             NOW,
         )
@@ -399,7 +501,14 @@ mod tests {
         visitor: &Visitor,
         query: Option<&str>,
     ) -> Decision {
-        decide_persistent(Some(link), settings, &blocklist(), visitor, query, NOW_MS)
+        decide_persistent(
+            Some(link),
+            settings.into(),
+            Some(&blocklist()),
+            visitor,
+            query,
+            NOW_MS,
+        )
     }
 
     #[test]
@@ -417,7 +526,15 @@ mod tests {
             Outcome::Fallback(FallbackReason::Paused)
         );
         assert_eq!(
-            decide_persistent(None, None, &blocklist(), &human("US"), None, NOW_MS).outcome,
+            decide_persistent(
+                None,
+                LinkGroup::Absent,
+                Some(&blocklist()),
+                &human("US"),
+                None,
+                NOW_MS
+            )
+            .outcome,
             Outcome::Fallback(FallbackReason::UnknownLink)
         );
         for bad in [
@@ -538,21 +655,140 @@ mod tests {
         assert_eq!(answer_until(8_000, Some(-1)), 0);
     }
 
+    /// Tokens of the largest kind (15 KB: a long `back_param`) across many groups: the memo stays within its
+    /// byte budget for the isolate, whatever the number of groups, keeping the newest.
     #[test]
-    fn the_token_memo_is_bounded() {
-        let g = group(GroupSettings::default());
+    fn the_token_memo_is_bounded_in_bytes_across_groups() {
         let none = DomainBlocklist::default();
-        for i in 0..=MAX_OPENED_TOKENS {
-            let t = token(&Payload::new(format!("https://dest.example/{i}")));
-            assert_eq!(
-                g.evaluate(&t, NOW, &none),
-                Ok(format!("https://dest.example/{i}"))
-            );
+        let mut tokens = Vec::new();
+        // Past the budget twice over, each token under a group of its own (groups share the key: the memo must
+        // still tell them apart).
+        let groups: Vec<Group> = (0..2 * TOKEN_MEMO_BUDGET_BYTES / 15_000)
+            .map(|_| group(GroupSettings::default()))
+            .collect();
+        for (i, g) in groups.iter().enumerate() {
+            // Distinct payloads (the test's IV is fixed).
+            let mut payload = Payload::new(format!("https://dest.example/{i}"));
+            payload.back_param = Some(format!("p={}", "x".repeat(11_500)));
+            let t = token(&payload);
+            assert!(t.len() > 15_000, "{}", t.len());
+            // The destination is too long with its back_param: refused, yet opened and kept.
+            assert!(g.evaluate(&t, NOW, &none).is_err());
+            assert!(token_memo_bytes() <= TOKEN_MEMO_BUDGET_BYTES);
+            tokens.push(t);
         }
+        let kept: Vec<bool> = groups
+            .iter()
+            .zip(&tokens)
+            .map(|(g, t)| g.opened_expiry(t).is_some())
+            .collect();
+        let n = kept.iter().filter(|k| **k).count();
+        assert!(n > 100 && n < groups.len() / 2, "{n} of {}", groups.len());
+        assert!(
+            kept[groups.len() - n..].iter().all(|k| *k),
+            "the newest are kept"
+        );
+        assert!(!kept[0], "the oldest went");
+        assert!(token_memo_bytes() > TOKEN_MEMO_BUDGET_BYTES - 30_000);
+        // A token kept for one group is not another's, even under the same key: that group opens it itself.
+        let last = tokens.last().map(String::as_str).unwrap_or_default();
+        assert_eq!(groups[0].opened_expiry(last), None);
+        assert_eq!(groups[groups.len() - 1].opened_tokens(), 1);
+    }
+
+    /// An answer kept from records that were offered a reload in their last second (a reload that then failed)
+    /// lasts until their expiry at most, never past it.
+    #[test]
+    fn a_kept_answer_never_outlives_its_records() {
+        use crate::cache::TtlCache;
+        let mut cache = TtlCache::new(10_000, 10);
+        for key in ["link", "group", "blocklist"] {
+            cache.insert(key.into(), (), 0);
+        }
+        for now in (0..12_000).step_by(70) {
+            for key in ["link", "group", "blocklist"] {
+                let _ = cache.lookup(key, now);
+            }
+            let untils: Option<Vec<u64>> = ["link", "group", "blocklist"]
+                .iter()
+                .map(|k| cache.peek_fresh(k, now).map(|(_, until)| until))
+                .collect();
+            if let Some(untils) = untils {
+                let until = answer_until(untils.into_iter().min().unwrap_or(0), None);
+                assert!(until <= 10_000, "at {now}: kept until {until}");
+                assert!(now < until);
+            }
+        }
+        assert_eq!(answer_until(10_000, Some(9_000)), 9_000);
+    }
+
+    #[test]
+    fn records_that_could_not_be_read() {
+        let link = LinkRecord::new("https://dest.example/", "g", true);
+        let decide = |group, blocklist: Option<&DomainBlocklist>, visitor: &Visitor| {
+            decide_persistent(Some(&link), group, blocklist, visitor, None, NOW_MS)
+        };
+        // The group could not be read and was never read: fallback, not a redirect past its rules; nothing counts.
+        let d = decide(LinkGroup::Unavailable, Some(&blocklist()), &human("US"));
+        assert_eq!(d.outcome, Outcome::Fallback(FallbackReason::Unavailable));
+        assert!(!d.analytics);
+        // The link's own state still comes first.
+        let paused = LinkRecord::new("https://dest.example/", "g", false);
         assert_eq!(
-            g.opened_tokens(),
-            1,
-            "emptied when full, then the newest kept"
+            decide_persistent(
+                Some(&paused),
+                LinkGroup::Unavailable,
+                Some(&blocklist()),
+                &human("US"),
+                None,
+                NOW_MS
+            )
+            .outcome,
+            Outcome::Fallback(FallbackReason::Paused)
+        );
+        // A group KV does not have is no rules, as before.
+        assert_eq!(
+            decide(LinkGroup::Absent, Some(&blocklist()), &human("US")).outcome,
+            Outcome::Destination("https://dest.example/".into())
+        );
+        // A persistent link without any blocklist read: its destination was checked by the origin, it redirects.
+        let settings = rules();
+        assert_eq!(
+            decide(LinkGroup::Rules(&settings), None, &human("DE")).outcome,
+            Outcome::Destination("https://dest.example/".into())
+        );
+        assert!(matches!(
+            decide(LinkGroup::Rules(&settings), None, &human("RU")).outcome,
+            Outcome::Blocked { .. }
+        ));
+        // A dynamic link without any blocklist read: its destination is the client's, nobody checked it.
+        let g = group(GroupSettings::default());
+        let t = token(&Payload::new("https://www.evil.example/"));
+        let no_list: Option<&DomainBlocklist> = None;
+        assert_eq!(
+            decide_dynamic(
+                Some(&enabled()),
+                Some(&g),
+                Some(&t),
+                no_list,
+                &human("US"),
+                NOW
+            )
+            .outcome,
+            Outcome::Fallback(FallbackReason::Unavailable)
+        );
+        let fine = token(&Payload::new("https://dest.example/"));
+        assert_eq!(
+            decide_dynamic(
+                Some(&enabled()),
+                Some(&g),
+                Some(&fine),
+                no_list,
+                &human("US"),
+                NOW
+            )
+            .outcome,
+            Outcome::Fallback(FallbackReason::Unavailable)
         );
     }
 
@@ -596,7 +832,15 @@ mod tests {
         let empty: &[&str] = &[];
         let link = LinkRecord::new("https://evil.example/", "g", true);
         assert_eq!(
-            decide_persistent(Some(&link), None, empty, &human("US"), None, NOW_MS).outcome,
+            decide_persistent(
+                Some(&link),
+                LinkGroup::Absent,
+                Some(empty),
+                &human("US"),
+                None,
+                NOW_MS
+            )
+            .outcome,
             Outcome::Destination("https://evil.example/".into()),
             "not blocked yet"
         );
@@ -647,7 +891,7 @@ mod tests {
             Some(&enabled()),
             Some(&group(GroupSettings::default())),
             Some(&token(&p)),
-            &[""],
+            Some(&[""]),
             &human("US"),
             NOW,
         );
@@ -665,7 +909,7 @@ mod tests {
         let empty: &[&str] = &[];
         let fb = |reason| Outcome::Fallback(reason);
         let run = |domain: Option<&DomainRecord>, group: Option<&Group>, token: Option<&str>| {
-            decide_dynamic(domain, group, token, empty, &human("US"), NOW).outcome
+            decide_dynamic(domain, group, token, Some(empty), &human("US"), NOW).outcome
         };
         assert_eq!(
             run(None, Some(&g), Some(&good)),

@@ -15,14 +15,15 @@
 //!
 //! The decision (which status, which URL, which page, which click) is plain Rust in [`route`], [`visitor`],
 //! [`decision`], [`forward_query`], [`reply`], [`interstitial`], [`origin`], [`analytics`] and [`click_queue`],
-//! and so are the isolate cache ([`cache`]), the coordination of loads ([`loads`]), the sync route's rules
-//! ([`sync`]) and the log lines written for every failure absorbed into a fallback ([`log`]), all tested on the
-//! host. The Workers entry points and the I/O (KV, the origin, the queues, the sync route's writes, the console)
+//! and so are the isolate cache ([`cache`]), the byte-bounded maps of what an isolate keeps ([`bounded`]), the
+//! coordination of loads ([`loads`]), the sync route's rules ([`sync`]) and the log lines written for every failure
+//! absorbed into a fallback ([`log`], throttled where a failure repeats per request), all tested on the host. The Workers entry points and the I/O (KV, the origin, the queues, the sync route's writes, the console)
 //! live in a thin shell compiled only for `wasm32` (`src/shell/`: the entry, the isolate's records, the origin
 //! calls, the click queue, the sync route). The KV
 //! contract is [`kv_model`]'s; see `edge-worker/README.md`.
 
 pub mod analytics;
+pub mod bounded;
 pub mod cache;
 pub mod click_queue;
 pub mod config;

@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | `origin_lookup_failed` | `host`, `short_code`, `failure`, `status`? | the KV-miss lookup got no usable answer (the visitor got the fallback) |
 //! | `origin_clicks_failed` | `failure`, `status`?, `events`, `action` (`retry`/`drop`) | a click report was not taken |
-//! | `kv_read_failed` | `key`, `error` | a KV read failed (the request fell back; nothing cached) |
+//! | `kv_read_failed` | `key`, `error`, `suppressed` | a KV read failed (the last good copy served, or a fallback; nothing cached); at most one a minute per isolate, `suppressed` counting the failures left out since the previous line |
 //! | `kv_write_failed` | `key`, `op` (`put`/`delete`), `via` (`write_back`/`sync`), `error` | a KV write failed |
 //! | `kv_binding_missing` | `binding`, `via` | the `SHORTLINK_KV` binding is not configured |
 //! | `sync_refused` | `status`, `reason` | the sync route answered 400 or 401 |
@@ -35,6 +35,43 @@ use crate::origin::Failure;
 /// Longest error text or key in a line (characters); longer ones are cut and end with `…`. Lines stay small, and
 /// an unexpected error text cannot flood the logs.
 pub const MAX_TEXT_CHARS: usize = 200;
+
+/// The shortest time between two lines of a failure that can repeat on every request ([`Throttle`]): a minute.
+pub const THROTTLE_INTERVAL_MS: u64 = 60_000;
+
+/// Lets one line of a kind through per [`THROTTLE_INTERVAL_MS`] and counts the others. A KV read failure is absorbed
+/// (the last good copy of the record is served, or the visitor gets a fallback) and comes again on the next
+/// request, since nothing is cached: when KV fails under load that was a line per request. One line a minute per
+/// isolate, carrying how many were left out, says the same to the operator. The shell keeps one per kind of line
+/// per isolate; the clock is a parameter, as in [`crate::cache`].
+#[derive(Debug, Default)]
+pub struct Throttle {
+    /// When the next line may be written (UNIX ms); 0 before the first.
+    next_at: u64,
+    /// Failures left out since the last line written.
+    suppressed: u64,
+}
+
+impl Throttle {
+    /// A throttle that lets the first line through.
+    pub const fn new() -> Self {
+        Throttle {
+            next_at: 0,
+            suppressed: 0,
+        }
+    }
+
+    /// A failure happened at `now_ms`: `Some(n)` to write its line now, `n` being how many were left out since
+    /// the previous one; `None` to leave it out (it is counted).
+    pub fn admit(&mut self, now_ms: u64) -> Option<u64> {
+        if now_ms < self.next_at {
+            self.suppressed = self.suppressed.saturating_add(1);
+            return None;
+        }
+        self.next_at = now_ms.saturating_add(THROTTLE_INTERVAL_MS);
+        Some(std::mem::take(&mut self.suppressed))
+    }
+}
 
 /// The console method a line goes to (Workers Logs keeps it as the line's level).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,14 +128,17 @@ pub fn origin_clicks_failed(failure: Failure, events: usize, retry: bool) -> Lin
     line(Level::Error, "origin_clicks_failed", fields)
 }
 
-/// A KV read of `key` failed: the request fell back, and nothing was cached (the next request reads again).
-pub fn kv_read_failed(key: &str, error: &str) -> Line {
+/// A KV read of `key` failed: the request used the isolate's last good copy of the record, or fell back, and
+/// nothing was cached (the next request reads again). Written through a [`Throttle`]: `suppressed` is how many
+/// failed reads of the isolate were not logged since the previous line (of any key).
+pub fn kv_read_failed(key: &str, error: &str, suppressed: u64) -> Line {
     line(
         Level::Error,
         "kv_read_failed",
         vec![
             ("key", Value::from(short(key))),
             ("error", Value::from(short(error))),
+            ("suppressed", Value::from(suppressed)),
         ],
     )
 }
@@ -323,10 +363,11 @@ mod tests {
 
     #[test]
     fn kv() {
-        let v = parsed(&kv_read_failed("link:h:c", "KV GET failed: 503"));
+        let v = parsed(&kv_read_failed("link:h:c", "KV GET failed: 503", 41));
         assert_eq!(
             v,
-            json!({"event": "kv_read_failed", "key": "link:h:c", "error": "KV GET failed: 503"})
+            json!({"event": "kv_read_failed", "key": "link:h:c", "error": "KV GET failed: 503",
+                   "suppressed": 41})
         );
         let l = kv_write_failed("group:g", KvWrite::Delete, Via::Sync, "boom");
         assert_eq!(l.level, Level::Error);
@@ -342,6 +383,31 @@ mod tests {
         );
     }
 
+    /// A failure on every request of a busy isolate (one every 10 ms for five minutes) writes one line a minute,
+    /// each counting the ones left out.
+    #[test]
+    fn repeated_failures_are_logged_once_a_minute() {
+        let mut throttle = Throttle::new();
+        let start = 1_800_000_000_000;
+        let written: Vec<(u64, u64)> = (0..30_000u64)
+            .map(|i| start + i * 10)
+            .filter_map(|now| throttle.admit(now).map(|left_out| (now - start, left_out)))
+            .collect();
+        assert_eq!(
+            written,
+            [
+                (0, 0),
+                (60_000, 5_999),
+                (120_000, 5_999),
+                (180_000, 5_999),
+                (240_000, 5_999)
+            ]
+        );
+        // After a quiet spell the next failure is written at once, with what was left out before it.
+        assert_eq!(throttle.admit(start + 400_000), Some(5_999));
+        assert_eq!(throttle.admit(start + 400_001), None);
+    }
+
     #[test]
     fn sync_refusals_are_warnings() {
         let l = sync_refused(401, "wrong_token");
@@ -355,10 +421,10 @@ mod tests {
     #[test]
     fn texts_are_escaped_and_cut() {
         // Quotes, newlines and control characters stay inside one JSON string on one line.
-        let v = parsed(&kv_read_failed("k", "a \"quoted\"\nsecond line\u{1}"));
+        let v = parsed(&kv_read_failed("k", "a \"quoted\"\nsecond line\u{1}", 0));
         assert_eq!(v["error"], "a \"quoted\"\nsecond line\u{1}");
         let long = "é".repeat(MAX_TEXT_CHARS + 50);
-        let v = parsed(&kv_read_failed(&long, &long));
+        let v = parsed(&kv_read_failed(&long, &long, 0));
         let cut = format!("{}…", "é".repeat(MAX_TEXT_CHARS));
         assert_eq!(v["key"], cut.as_str());
         assert_eq!(v["error"], cut.as_str());

@@ -8,6 +8,10 @@ use crate::startup::{
     DEFAULT_VALIDATE_PER_MINUTE, MAX_CLICK_RETENTION_DAYS, REQUEST_TIMEOUT, Settings,
     shutdown_signal,
 };
+use crate::startup::{
+    DEFAULT_MAX_GROUPS_PER_ACCOUNT, DEFAULT_WRITE_LIMIT_PER_MINUTE, RENDER_WAIT,
+    default_render_concurrency,
+};
 use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -65,20 +69,46 @@ pub struct ServeArgs {
     /// Database pool size.
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     max_connections: u32,
-    /// Take the client IP from this header (set it only behind a proxy that overwrites it,
-    /// e.g. CF-Connecting-IP); default: the TCP peer address.
+    /// Take the client IP from this header, set by the proxy in front of the origin: CF-Connecting-IP behind
+    /// Cloudflare, X-Forwarded-For (see --trusted-proxy-hops) or X-Real-IP behind nginx. A value that is not an IP
+    /// address is ignored. Default: the TCP peer address (the origin is reached directly).
     #[arg(long, env = "CLIENT_IP_HEADER")]
     client_ip_header: Option<String>,
+    /// With --client-ip-header X-Forwarded-For: how many proxies of yours are in front of the origin; the client
+    /// is that many entries from the right of the list (the entries left of it are the client's own words).
+    #[arg(long, env = "TRUSTED_PROXY_HOPS", default_value_t = client_addr::DEFAULT_TRUSTED_PROXY_HOPS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=client_addr::MAX_TRUSTED_PROXY_HOPS as u64))]
+    trusted_proxy_hops: u64,
+    /// Password hashes (argon2id, 19 MiB each) computed at once, for sign-in, invitations and password checks;
+    /// beyond it a request waits up to 2 s, then gets 429. Default: the number of cores.
+    #[arg(long, env = "PASSWORD_HASH_CONCURRENCY",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    password_hash_concurrency: Option<u64>,
     /// validate-dynamic: burst of requests allowed per client IP.
     #[arg(long, env = "VALIDATE_BURST", default_value_t = DEFAULT_VALIDATE_BURST)]
     validate_burst: u32,
     /// validate-dynamic: sustained requests per minute per client IP.
     #[arg(long, env = "VALIDATE_PER_MINUTE", default_value_t = DEFAULT_VALIDATE_PER_MINUTE)]
     validate_per_minute: u32,
+    /// Management writes (link PATCH/DELETE, group create/update/delete/rotate) per API key, and per account's
+    /// dashboard, in any rolling minute; beyond it 429. create-link keeps its own 100 an hour.
+    #[arg(long, env = "WRITE_LIMIT_PER_MINUTE", default_value_t = DEFAULT_WRITE_LIMIT_PER_MINUTE,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    write_limit_per_minute: u32,
+    /// Most groups an account may have, its default group included; beyond it 400.
+    #[arg(long, env = "MAX_GROUPS_PER_ACCOUNT", default_value_t = DEFAULT_MAX_GROUPS_PER_ACCOUNT,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_groups_per_account: u32,
+    /// PNG QR codes and CSV exports made at once; beyond it a request waits up to 2 s, then gets 503.
+    /// Default: the number of cores.
+    #[arg(long, env = "RENDER_CONCURRENCY",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    render_concurrency: Option<u64>,
     /// Where changes are published.
     #[command(flatten)]
     sink: SinkArgs,
-    /// Secret the edge worker presents on /internal/… (KV-miss lookups, click events).
+    /// Secret the edge worker presents on /internal/… (KV-miss lookups, click events); at least 32 bytes, e.g.
+    /// `openssl rand -hex 32`.
     #[arg(long, env = "INTERNAL_API_SECRET", hide_env_values = true, value_parser = secret)]
     internal_api_secret: Option<SecretString>,
     /// Serve /internal/v1/… on this address only, e.g. a private interface the worker reaches through a
@@ -128,6 +158,19 @@ impl From<ServeArgs> for Settings {
             request_timeout: REQUEST_TIMEOUT,
             migrate: a.migrate,
             client_ip_header: a.client_ip_header,
+            // Both bounded by their parsers (16 and 1024).
+            trusted_proxy_hops: usize::try_from(a.trusted_proxy_hops).unwrap_or(usize::MAX),
+            password_hash_concurrency: a
+                .password_hash_concurrency
+                .and_then(|n| usize::try_from(n).ok()),
+            write_limit_per_minute: a.write_limit_per_minute,
+            max_groups_per_account: a.max_groups_per_account,
+            // Bounded by its parser (1024).
+            render_concurrency: a
+                .render_concurrency
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or_else(default_render_concurrency),
+            render_wait: RENDER_WAIT,
             validate_burst: a.validate_burst,
             validate_per_minute: a.validate_per_minute,
             sink: a.sink.into(),
@@ -331,6 +374,10 @@ pub enum GroupCmd {
         /// Settings JSON (see README "Group settings").
         #[arg(long)]
         settings: Option<String>,
+        /// Refuse the group when the account already has this many (as `serve --max-groups-per-account`).
+        #[arg(long, env = "MAX_GROUPS_PER_ACCOUNT", default_value_t = DEFAULT_MAX_GROUPS_PER_ACCOUNT,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        max_groups_per_account: u32,
     },
     /// Replace a group's settings.
     Update {
@@ -571,9 +618,15 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             account,
             name,
             settings: s,
+            max_groups_per_account,
         }) => group_json(
-            db.create_group(&account, &name, &settings(s.as_deref())?)
-                .await?,
+            db.create_group_capped(
+                &account,
+                &name,
+                &settings(s.as_deref())?,
+                max_groups_per_account,
+            )
+            .await?,
         ),
         Admin::Group(GroupCmd::Update { id, settings: s }) => group_json(
             db.update_group(None, &id, None, Some(&settings(Some(&s))?))

@@ -1,7 +1,8 @@
 //! Retention, run by `serve` in the background: raw click events older than the configured number of days and
 //! click-report batch and event ids older than [`BATCH_ID_DAYS`] are deleted at start and then every
 //! [`PRUNE_INTERVAL`], at most [`PRUNE_ROWS`] rows per statement so no statement holds the database for long.
-//! Statistics do not change: they come from the day counters, which are kept.
+//! Statistics do not change: they come from the day counters, which are kept. The same round deletes the
+//! dashboard's dead rows: expired invitations and sessions, and password-check rows past the throttle's window.
 //!
 //! Every origin process prunes; two doing it at once only delete the same old rows sooner.
 
@@ -29,6 +30,8 @@ pub struct Pruned {
     pub batch_ids: u64,
     /// Event ids.
     pub event_ids: u64,
+    /// Expired invitations and sessions, and password-check rows out of the throttle's window.
+    pub sign_in_rows: u64,
 }
 
 /// One round at `now`: raw clicks that happened more than `retention_days` days before `now` (a retention of 0
@@ -51,6 +54,8 @@ pub async fn prune(
         .await?,
         batch_ids: drain(db, Aged::BatchIds, before(BATCH_ID_DAYS), &keep_going).await?,
         event_ids: drain(db, Aged::EventIds, before(BATCH_ID_DAYS), &keep_going).await?,
+        // Bounded by what a day's sign-ins and sessions leave behind: one statement each.
+        sign_in_rows: db.prune_web_auth(now).await?,
     })
 }
 
@@ -89,11 +94,12 @@ pub async fn run(
                     clicks = p.clicks,
                     batch_ids = p.batch_ids,
                     event_ids = p.event_ids,
-                    "pruned old click data"
+                    sign_in_rows = p.sign_in_rows,
+                    "pruned old data"
                 );
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "pruning old click data failed"),
+            Err(e) => tracing::warn!(error = %e, "pruning old data failed"),
         }
         tokio::select! {
             () = tokio::time::sleep(interval) => {}

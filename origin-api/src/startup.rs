@@ -1,12 +1,13 @@
 //! Building and running the server: bind first (port 0 in tests), then serve until a signal.
 
 use crate::http::{
-    AppState, ClientIpSource, IpRateLimiter, Routes, app_for, metrics_app, metrics_handle,
+    AppState, IpRateLimiter, Limits, RenderGate, Routes, app_for, metrics_app, metrics_handle,
 };
 use crate::publisher::{PublisherHandle, Sink};
 use crate::retention::PRUNE_INTERVAL;
+use client_addr::ClientAddrRule;
 use secrecy::{ExposeSecret, SecretString};
-use shortlink_store::{Db, StoreError};
+use shortlink_store::{DEFAULT_HASH_WAIT, Db, HashLimit, StoreError};
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,8 +24,26 @@ pub const DEFAULT_VALIDATE_PER_MINUTE: u32 = 600;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Days raw click events are kept, when not configured.
 pub const DEFAULT_CLICK_RETENTION_DAYS: u32 = 90;
+/// The shortest internal secret `serve` accepts, in bytes: 256 bits, as `openssl rand -hex 32` gives.
+pub const MIN_INTERNAL_SECRET_BYTES: usize = 32;
+/// Wrong-secret requests to `/internal/…` one address may make at once…
+pub const INTERNAL_AUTH_FAILURE_BURST: u32 = 10;
+/// …and per minute after that.
+pub const INTERNAL_AUTH_FAILURES_PER_MINUTE: u32 = 10;
 /// Longest raw click retention that can be configured (a hundred years: in effect, forever).
 pub const MAX_CLICK_RETENTION_DAYS: u32 = 36_500;
+/// Management writes per API key (and per account's dashboard) in any rolling minute, when not configured.
+pub const DEFAULT_WRITE_LIMIT_PER_MINUTE: u32 = shortlink_store::DEFAULT_WRITES_PER_MINUTE;
+/// Most groups an account may have (its default group included), when not configured.
+pub const DEFAULT_MAX_GROUPS_PER_ACCOUNT: u32 = shortlink_store::DEFAULT_MAX_GROUPS_PER_ACCOUNT;
+/// How long a PNG QR code or CSV export waits for a place under the render bound before it gets 503.
+pub const RENDER_WAIT: Duration = Duration::from_secs(2);
+
+/// PNG QR codes and CSV exports made at once, when not configured: one per core, so a burst of them leaves the
+/// other requests no worse off than one busy core each.
+pub fn default_render_concurrency() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
 
 /// Everything `serve` needs. The command line builds it from `ServeArgs`; tests from [`Settings::new`]. Both
 /// take their defaults from the constants above, so each default is stated once.
@@ -42,6 +61,20 @@ pub struct Settings {
     pub migrate: bool,
     /// Header carrying the client IP when behind a proxy (None: the socket peer).
     pub client_ip_header: Option<String>,
+    /// With `X-Forwarded-For`: how many proxies the operator runs in front of the origin (the address is that
+    /// many entries from the right).
+    pub trusted_proxy_hops: usize,
+    /// Password hashes (argon2id, 19 MiB each) computed at once; None: one per core.
+    pub password_hash_concurrency: Option<usize>,
+    /// Management writes (link PATCH/DELETE, group writes) per API key, and per account's dashboard, in any
+    /// rolling minute.
+    pub write_limit_per_minute: u32,
+    /// Most groups an account may have, its default group included.
+    pub max_groups_per_account: u32,
+    /// PNG QR codes and CSV exports made at once in this process (at least 1)…
+    pub render_concurrency: usize,
+    /// …and how long one beyond waits for a place before it gets 503.
+    pub render_wait: Duration,
     /// validate-dynamic: requests one IP may make at once…
     pub validate_burst: u32,
     /// …and per minute after that.
@@ -75,6 +108,12 @@ impl Settings {
             request_timeout: REQUEST_TIMEOUT,
             migrate: false,
             client_ip_header: None,
+            trusted_proxy_hops: client_addr::DEFAULT_TRUSTED_PROXY_HOPS,
+            password_hash_concurrency: None,
+            write_limit_per_minute: DEFAULT_WRITE_LIMIT_PER_MINUTE,
+            max_groups_per_account: DEFAULT_MAX_GROUPS_PER_ACCOUNT,
+            render_concurrency: default_render_concurrency(),
+            render_wait: RENDER_WAIT,
             validate_burst: DEFAULT_VALIDATE_BURST,
             validate_per_minute: DEFAULT_VALIDATE_PER_MINUTE,
             sink: None,
@@ -105,6 +144,9 @@ pub enum StartError {
     /// The metrics recorder could not be installed.
     #[error("metrics: {0}")]
     Metrics(String),
+    /// A setting is unusable.
+    #[error("{0}")]
+    Config(String),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -143,11 +185,33 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError>
 impl Application {
     /// Connects the database, migrates if asked, and binds the listeners.
     pub async fn build(settings: &Settings) -> Result<Self, StartError> {
+        let internal_secret = settings
+            .internal_secret
+            .clone()
+            .filter(|s| !s.expose_secret().is_empty());
+        if let Some(secret) = &internal_secret {
+            // A short secret can be guessed offline from nothing; the worker's calls carry it on every request.
+            if secret.expose_secret().len() < MIN_INTERNAL_SECRET_BYTES {
+                return Err(StartError::Config(format!(
+                    "INTERNAL_API_SECRET must be at least {MIN_INTERNAL_SECRET_BYTES} bytes (e.g. `openssl rand -hex 32`)"
+                )));
+            }
+        }
+        let client_ip = match &settings.client_ip_header {
+            Some(name) => ClientAddrRule::header(name, settings.trusted_proxy_hops)
+                .map_err(|e| StartError::Config(format!("--client-ip-header: {e}")))?,
+            None => ClientAddrRule::peer(),
+        };
+        let hashing = match settings.password_hash_concurrency {
+            Some(n) => HashLimit::new(n, DEFAULT_HASH_WAIT),
+            None => HashLimit::per_core(),
+        };
         let db = Db::connect(
             settings.database_url.expose_secret(),
             settings.max_connections,
         )
-        .await?;
+        .await?
+        .with_hash_limit(hashing);
         if settings.migrate {
             db.migrate().await?;
         }
@@ -167,21 +231,22 @@ impl Application {
         let state = AppState {
             db,
             request_timeout: settings.request_timeout,
-            client_ip: ClientIpSource {
-                header: settings
-                    .client_ip_header
-                    .as_ref()
-                    .map(|h| h.to_ascii_lowercase()),
-            },
+            client_ip,
             validate_limiter: Arc::new(IpRateLimiter::new(
                 settings.validate_burst,
                 settings.validate_per_minute,
             )),
-            internal_secret: settings
-                .internal_secret
-                .clone()
-                .filter(|s| !s.expose_secret().is_empty()),
+            internal_secret,
+            internal_auth_limiter: Arc::new(IpRateLimiter::new(
+                INTERNAL_AUTH_FAILURE_BURST,
+                INTERNAL_AUTH_FAILURES_PER_MINUTE,
+            )),
             publisher: PublisherHandle::default(),
+            limits: Limits {
+                writes_per_minute: settings.write_limit_per_minute,
+                max_groups_per_account: settings.max_groups_per_account,
+                renders: RenderGate::new(settings.render_concurrency, settings.render_wait),
+            },
             public_url: settings
                 .public_url
                 .as_ref()
@@ -271,7 +336,21 @@ impl Application {
                 ));
                 Routes::Public
             }
-            None => Routes::All,
+            None => {
+                // Over https the listener faces the internet; the worker's routes then answer anyone who tries
+                // secrets. They are throttled per address, but a listener of their own keeps them off it.
+                let https = self
+                    .state
+                    .public_url
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("https://"));
+                if https && self.state.internal_secret.is_some() {
+                    tracing::warn!(
+                        "internal routes share the public listener; serve them on a private address with --internal-listen"
+                    );
+                }
+                Routes::All
+            }
         };
         if let Some((listener, addr, handle)) = self.metrics {
             tracing::info!(%addr, "metrics at /metrics");

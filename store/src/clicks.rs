@@ -11,7 +11,6 @@
 
 use crate::domain::{ClickBatchId, Day, Micros};
 use crate::error::{StoreError, is_unique_violation};
-use crate::pool::Db;
 use crate::sql_chunks::{MultiRow, in_lists};
 use kv_model::{ClickEvent, SHORT_CODE_MAX_LEN};
 use sqlx::{AnyConnection, Row};
@@ -400,7 +399,7 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    fn new(batch: Option<&ClickBatchId>, events: Vec<ClickEvent>) -> Self {
+    pub(crate) fn new(batch: Option<&ClickBatchId>, events: Vec<ClickEvent>) -> Self {
         Self {
             batch: batch.cloned(),
             events: events.into_iter().filter_map(Event::normalize).collect(),
@@ -471,30 +470,4 @@ pub(crate) async fn record_reports(
     insert_events(conn, multi_row, &targets.list, &clicks).await?;
     count(conn, multi_row, &targets.list, &clicks).await?;
     Ok(outcomes)
-}
-
-impl Db {
-    /// Stores a click report: the events whose link or group still exists, as raw events and in the day
-    /// counters, in one transaction (on SQLite, with the other reports waiting at the same moment:
-    /// [`crate::click_writer`]). With a batch id, a report whose id was stored before (and not yet pruned, see
-    /// [`Db::prune`]) stores nothing and answers [`Ingested::Duplicate`], also when two deliveries
-    /// of it arrive at once.
-    pub async fn record_clicks(
-        &self,
-        batch: Option<&ClickBatchId>,
-        events: Vec<ClickEvent>,
-    ) -> Result<Ingested, StoreError> {
-        let report = Report::new(batch, events);
-        if let Some(writer) = &self.click_writer {
-            return writer.record(report).await;
-        }
-        let mut tx = self.begin_write().await?;
-        let outcome =
-            record_reports(&mut tx, self.multi_row, std::slice::from_ref(&report)).await?;
-        tx.commit().await?;
-        outcome
-            .into_iter()
-            .next()
-            .ok_or_else(|| StoreError::Internal("a click report without an outcome".to_owned()))
-    }
 }

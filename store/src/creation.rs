@@ -6,7 +6,7 @@ use crate::domain::{LongUrl, Micros, ShortCode};
 use crate::error::StoreError;
 use crate::ids::new_id;
 use crate::outbox;
-use crate::rate_limit::RateLimitState;
+use crate::rate_limit::{RateLimitState, RateWindow};
 use sqlx::{AnyConnection, Row};
 
 /// What create-link needs, already validated.
@@ -136,7 +136,7 @@ pub(crate) async fn insert_link(
         }
         r => r?,
     };
-    let state = limit.after_creation(now);
+    let state = limit.after_use(RateWindow::CREATIONS, now);
     let link = CreatedLink {
         short_url: short_url(&target.host, code.as_str()),
         short_code: code.as_str().to_owned(),
@@ -203,17 +203,13 @@ async fn rate_window(
                UNION ALL SELECT created_at FROM deleted_creations WHERE key_id = $1 AND created_at > $2) w",
     )
     .bind(key_id)
-    .bind(RateLimitState::window_start(now))
+    .bind(RateWindow::CREATIONS.start(now))
     .fetch_one(&mut *conn)
     .await?;
     if is_key && row.try_get::<i64, _>("key_exists")? == 0 {
         return Err(StoreError::KeyRevoked);
     }
-    Ok(RateLimitState::from_window(
-        row.try_get("n")?,
-        row.try_get("oldest")?,
-        now,
-    ))
+    Ok(RateWindow::CREATIONS.state(row.try_get("n")?, row.try_get("oldest")?, now))
 }
 
 /// A link's public URL: always https, the only scheme the edge serves.

@@ -1,5 +1,6 @@
 //! Link domains: platform domains shared by every account, and accounts' custom domains.
 
+use crate::blocklist::check_fallback_in;
 use crate::domain::{Hostname, LongUrl, Micros};
 use crate::error::{Entity, StoreError, is_unique_violation};
 use crate::ids::new_id;
@@ -37,7 +38,7 @@ pub struct DomainRow {
 }
 
 impl Db {
-    /// Adds an enabled domain.
+    /// Adds an enabled domain. A fallback URL on the blocklist (its host or a parent domain) is refused.
     pub async fn add_domain(
         &self,
         host: &Hostname,
@@ -53,6 +54,9 @@ impl Db {
         };
         let id = new_id();
         let mut tx = self.begin_write().await?;
+        if let Some(url) = fallback_url {
+            check_fallback_in(&mut tx, "fallback_url", url).await?;
+        }
         let inserted = sqlx::query(
             "INSERT INTO domains (id, host, account_id, is_platform, enabled, fallback_url, created_at) \
              VALUES ($1, $2, $3, $4, 1, $5, $6)",

@@ -70,6 +70,12 @@ pub enum StoreError {
     /// No platform domain is enabled.
     #[error("no platform domain is available")]
     PlatformDomainUnavailable,
+    /// Too many password checks are running in this process: retry after this many seconds.
+    #[error("busy: retry in {retry_after} s")]
+    Busy {
+        /// Seconds to wait.
+        retry_after: i64,
+    },
     /// Migrations failed.
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

@@ -1,6 +1,7 @@
 //! Link groups: their names, settings and signing keys; deleting one moves its links to the default group.
 
-use crate::domain::{GroupSettings, Micros};
+use crate::blocklist::check_fallback_in;
+use crate::domain::{GroupSettings, LongUrl, Micros};
 use crate::error::{Entity, StoreError};
 use crate::ids::new_id;
 use crate::outbox;
@@ -9,6 +10,10 @@ use sqlx::{AnyConnection, Row};
 
 /// Longest group name we store.
 const MAX_NAME_LEN: usize = 100;
+
+/// Most groups an account may have (its default group included), when not configured: enough for any real use,
+/// few enough that listing them, and republishing them to the edge, stays cheap.
+pub const DEFAULT_MAX_GROUPS_PER_ACCOUNT: u32 = 1_000;
 
 /// A group with its key and settings: what its owner (API, dashboard) and the operator see. The key is the
 /// group's signing secret for dynamic links; lists of groups in the spec's API leave it out.
@@ -119,6 +124,21 @@ pub(crate) async fn insert_group(
     })
 }
 
+/// Checks what [`GroupSettings::parse`] cannot, because it needs the database: the fallback URL's host is not
+/// on the blocklist (as a link's destination).
+async fn check_settings_in(
+    conn: &mut AnyConnection,
+    settings: &GroupSettings,
+) -> Result<(), StoreError> {
+    if let Some(raw) = &settings.access.fallback_url {
+        let url = LongUrl::parse(raw).map_err(|e| {
+            StoreError::Invalid(format!("invalid group settings: access.fallback_url: {e}"))
+        })?;
+        check_fallback_in(conn, "invalid group settings: access.fallback_url", &url).await?;
+    }
+    Ok(())
+}
+
 /// Alphabetical by name, case-insensitively, then exact name and id so the order is total.
 /// Done here rather than in SQL so both engines agree whatever their collation.
 fn sort_by_name<T>(items: &mut [T], key: impl Fn(&T) -> (&String, &String)) {
@@ -140,16 +160,45 @@ fn check_name(name: &str) -> Result<&str, StoreError> {
 }
 
 impl Db {
-    /// Creates a group for an account.
+    /// Creates a group for an account, within [`DEFAULT_MAX_GROUPS_PER_ACCOUNT`] (the operator's and fixtures'
+    /// path; the API and the dashboard pass the configured cap to [`Db::create_group_capped`]).
     pub async fn create_group(
         &self,
         account_id: &str,
         name: &str,
         settings: &GroupSettings,
     ) -> Result<GroupRow, StoreError> {
+        self.create_group_capped(account_id, name, settings, DEFAULT_MAX_GROUPS_PER_ACCOUNT)
+            .await
+    }
+
+    /// Creates a group for an account that has fewer than `max_groups` (its default group included); at the cap
+    /// it is [`StoreError::Invalid`]. Exact under concurrency: the account's group creations are serialised
+    /// (SQLite's write lock, PostgreSQL's advisory lock on the account), so parallel creations never count the
+    /// same free place twice. A fallback URL on the blocklist is refused.
+    pub async fn create_group_capped(
+        &self,
+        account_id: &str,
+        name: &str,
+        settings: &GroupSettings,
+        max_groups: u32,
+    ) -> Result<GroupRow, StoreError> {
         let name = check_name(name)?;
         let mut tx = self.begin_write().await?;
+        self.serialise_on(&mut tx, &format!("groups:{account_id}"))
+            .await?;
         require_account_in(&mut tx, account_id).await?;
+        check_settings_in(&mut tx, settings).await?;
+        let count: i64 = sqlx::query("SELECT COUNT(*) AS n FROM groups WHERE account_id = $1")
+            .bind(account_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("n")?;
+        if count >= i64::from(max_groups) {
+            return Err(StoreError::Invalid(format!(
+                "an account has at most {max_groups} groups: delete one before creating another"
+            )));
+        }
         let row = insert_group(
             &mut tx,
             &new_id(),
@@ -189,6 +238,7 @@ impl Db {
                 .await?;
         }
         if let Some(settings) = settings {
+            check_settings_in(&mut tx, settings).await?;
             sqlx::query("UPDATE groups SET settings = $1 WHERE id = $2")
                 .bind(settings.to_json())
                 .bind(id)
@@ -227,6 +277,16 @@ impl Db {
     /// with it stop working (spec 2).
     pub async fn delete_group(&self, owner: Owner<'_>, id: &str) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
+        // The group's row is locked first (a no-op update; SQLite's write lock already serialises): of concurrent
+        // deletes one goes on and the others wait for it, then find the row gone and answer 404. Reading first
+        // let them all read the group and fail later, on PostgreSQL, in the middle (a 500) or with a second 204.
+        let lock = sqlx::query("UPDATE groups SET name = name WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if lock.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Group));
+        }
         let group = group_in(&mut tx, owner, id).await?;
         if group.is_default {
             return Err(StoreError::DefaultGroup);
@@ -235,8 +295,9 @@ impl Db {
             "SELECT a.default_group_id FROM groups g JOIN accounts a ON a.id = g.account_id WHERE g.id = $1",
         )
         .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Group))?;
         let default_group: String = row.try_get("default_group_id")?;
         // The moved links change group at the edge too.
         let moved = sqlx::query(
@@ -257,10 +318,15 @@ impl Db {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM groups WHERE id = $1")
+        let deleted = sqlx::query("DELETE FROM groups WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        // A concurrent delete of the same group committed first (PostgreSQL, read committed: both read it):
+        // this one deleted nothing, so it is a 404, not a second 204.
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Group));
+        }
         outbox::enqueue(&mut tx, &keys).await?;
         tx.commit().await?;
         Ok(())

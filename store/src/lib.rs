@@ -12,6 +12,7 @@ pub mod domain;
 mod accounts;
 mod backup;
 mod blocklist;
+mod click_ingest;
 mod click_retention;
 mod click_stats;
 mod click_writer;
@@ -26,11 +27,14 @@ mod link_edits;
 mod link_writer;
 mod links;
 mod outbox;
+mod password_hashing;
+mod password_throttle;
 mod pool;
 mod publishing;
 mod rate_limit;
 mod sql_chunks;
 mod web_auth;
+mod write_budget;
 
 pub use accounts::{AccountRow, NewAccount};
 pub use click_retention::Aged;
@@ -39,16 +43,19 @@ pub use clicks::Ingested;
 pub use creation::{CreateLink, CreatedLink, Creator};
 pub use domains::{DomainOwner, DomainRow, DomainState};
 pub use error::{Entity, StoreError};
-pub use groups::{GroupRow, Owner};
+pub use groups::{DEFAULT_MAX_GROUPS_PER_ACCOUNT, GroupRow, Owner};
 pub use keys::AuthContext;
 /// The click report's events, as the worker sends them (the contract is `kv-model`'s).
 pub use kv_model::{ClickEvent, Device};
 pub use link_edits::LinkPatch;
 pub use links::{LinkPage, ListedLink};
+pub use password_hashing::{DEFAULT_HASH_WAIT, HashLimit};
+pub use password_throttle::{THROTTLE_FAILURES, THROTTLE_WINDOW_MICROS};
 pub use pool::{Db, Engine, PoolUse};
 pub use publishing::OutboxLag;
-pub use rate_limit::{RATE_LIMIT, RateLimitState};
+pub use rate_limit::{RATE_LIMIT, RateLimitState, RateWindow};
 pub use web_auth::{
-    INVITE_TTL_MICROS, Invite, NewSession, SESSION_ABSOLUTE_MICROS, SESSION_IDLE_MICROS,
-    SessionAccount, SignIn, THROTTLE_FAILURES, THROTTLE_WINDOW_MICROS,
+    INVITE_TTL_MICROS, Invite, NewSession, PasswordCheck, SESSION_ABSOLUTE_MICROS,
+    SESSION_IDLE_MICROS, SessionAccount, SignIn,
 };
+pub use write_budget::{DEFAULT_WRITES_PER_MINUTE, WriteCharge, WriteSubject};

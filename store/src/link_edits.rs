@@ -11,7 +11,7 @@ use crate::error::{Entity, StoreError};
 use crate::links::{ListedLink, get_link_in};
 use crate::outbox;
 use crate::pool::Db;
-use crate::rate_limit::RateLimitState;
+use crate::rate_limit::RateWindow;
 use sqlx::{AnyConnection, Row};
 
 /// The fields a PATCH may change; `None` leaves a field as it is.
@@ -158,18 +158,24 @@ impl Db {
     /// Deletes one of the account's links: the edge drops it (the outbox deletes its KV key), its short code is
     /// free again, its clicks are gone, and its creation still counts against its key's limit for the rest of
     /// the hour.
+    ///
+    /// The `DELETE` itself decides whether this call deleted the link, and only then are the counters touched.
+    /// Reading the row first and deleting it after let two concurrent deletes of one link on PostgreSQL (read
+    /// committed: both read the row, the second `DELETE` waits for the first and then removes nothing) both
+    /// answer 204, both decrement the account's link count and both charge a deleted creation.
     pub async fn delete_link(&self, account_id: &str, link_id: &str) -> Result<(), StoreError> {
         let now = Micros::now().0;
-        let window_start = RateLimitState::window_start(now);
+        let window_start = RateWindow::CREATIONS.start(now);
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(
-            "SELECT l.created_by_key, l.created_at, l.short_code, d.host FROM links l \
-             JOIN domains d ON d.id = l.domain_id WHERE l.id = $1 AND l.account_id = $2",
+            "DELETE FROM links WHERE id = $1 AND account_id = $2 \
+             RETURNING created_by_key, created_at, short_code, domain_id",
         )
         .bind(link_id)
         .bind(account_id)
         .fetch_optional(&mut *tx)
         .await?
+        // Never there, another account's, or deleted by a concurrent call that committed first.
         .ok_or(StoreError::NotFound(Entity::Link))?;
         let created_at: i64 = row.try_get("created_at")?;
         if let Some(key) = row.try_get::<Option<String>, _>("created_by_key")? {
@@ -186,19 +192,18 @@ impl Db {
                     .await?;
             }
         }
-        sqlx::query("DELETE FROM links WHERE id = $1")
-            .bind(link_id)
-            .execute(&mut *tx)
-            .await?;
         forget_clicks(&mut tx, account_id, link_id).await?;
         sqlx::query("UPDATE accounts SET link_count = link_count - 1 WHERE id = $1")
             .bind(account_id)
             .execute(&mut *tx)
             .await?;
-        let key = kv_model::link_key(
-            &row.try_get::<String, _>("host")?,
-            &row.try_get::<String, _>("short_code")?,
-        );
+        // A link's domain is never deleted while it has links (foreign key), so it is still there.
+        let host: String = sqlx::query("SELECT host FROM domains WHERE id = $1")
+            .bind(row.try_get::<String, _>("domain_id")?)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("host")?;
+        let key = kv_model::link_key(&host, &row.try_get::<String, _>("short_code")?);
         outbox::enqueue(&mut tx, &[key]).await?;
         tx.commit().await?;
         Ok(())

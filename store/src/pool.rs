@@ -5,6 +5,7 @@
 use crate::click_writer::ClickWriter;
 use crate::error::StoreError;
 use crate::link_writer::LinkWriter;
+use crate::password_hashing::HashLimit;
 use crate::sql_chunks::MultiRow;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
@@ -61,6 +62,8 @@ pub struct Db {
     /// SQLite: click reports are stored by one writer task, several per transaction ([`crate::click_writer`]).
     /// PostgreSQL: None, each report in a transaction of its own.
     pub(crate) click_writer: Option<ClickWriter>,
+    /// The process-wide bound on argon2 computations ([`crate::password_hashing`]).
+    pub(crate) hashing: HashLimit,
     migrator: &'static Migrator,
 }
 
@@ -139,6 +142,7 @@ impl Db {
                     click_writer: Some(ClickWriter::new(write.clone(), multi_row)),
                     write,
                     multi_row,
+                    hashing: HashLimit::per_core(),
                     migrator: &SQLITE_MIGRATIONS,
                 })
             }
@@ -156,10 +160,18 @@ impl Db {
                         anonymous: false,
                     },
                     click_writer: None,
+                    hashing: HashLimit::per_core(),
                     migrator: &POSTGRES_MIGRATIONS,
                 })
             }
         }
+    }
+
+    /// The same store with another bound on password hashing (default: one computation per core, each caller
+    /// waiting at most [`crate::DEFAULT_HASH_WAIT`]). Set once at start: clones made before keep the old bound.
+    pub fn with_hash_limit(mut self, limit: HashLimit) -> Self {
+        self.hashing = limit;
+        self
     }
 
     /// Applies pending migrations for this engine.
@@ -198,6 +210,23 @@ impl Db {
             LinkPath::Batched(_) => self.write.begin_with("BEGIN IMMEDIATE").await,
             LinkPath::Direct => self.write.begin().await,
         }
+    }
+
+    /// Serialises the caller's write transaction with every other one that names `key`, until it ends. SQLite
+    /// needs nothing more: `begin_write` took the database's one write lock. PostgreSQL takes a transaction-level
+    /// advisory lock on the key's 64-bit hash (a collision only serialises two unrelated keys).
+    pub(crate) async fn serialise_on(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        if let LinkPath::Direct = self.link_path {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind(key)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Fails with NotFound unless the account exists.

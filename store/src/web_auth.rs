@@ -1,13 +1,12 @@
-//! The dashboard's sign-in: passwords (argon2id), one-use invitations, sessions with idle and absolute expiry,
-//! and the throttle on failed sign-ins. Invitation tokens and session ids are [`SecretToken`]s: handed out once,
-//! stored as hashes. Password hashing is CPU work of tens of milliseconds, so it runs on the blocking pool.
+//! The dashboard's sign-in: passwords (argon2id, [`crate::password_hashing`]), one-use invitations, sessions with
+//! idle and absolute expiry, and every password check behind the throttle ([`crate::password_throttle`]).
+//! Invitation tokens and session ids are [`SecretToken`]s: handed out once, stored as hashes.
 
 use crate::accounts::normalise_email;
 use crate::domain::{Micros, Password, SecretToken};
 use crate::error::{Entity, StoreError};
+use crate::password_throttle::{Reserved, release};
 use crate::pool::Db;
-use argon2::Argon2;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use sqlx::Row;
 
 /// How long an invitation can be used (the rule: 72 hours).
@@ -16,10 +15,6 @@ pub const INVITE_TTL_MICROS: i64 = 72 * 3_600 * 1_000_000;
 pub const SESSION_IDLE_MICROS: i64 = 24 * 3_600 * 1_000_000;
 /// A session is over this long after sign-in, however active.
 pub const SESSION_ABSOLUTE_MICROS: i64 = 14 * 24 * 3_600 * 1_000_000;
-/// Failed sign-ins counted per email and per IP address…
-pub const THROTTLE_FAILURES: i64 = 10;
-/// …within this window; the eleventh attempt waits until the oldest of them leaves it.
-pub const THROTTLE_WINDOW_MICROS: i64 = 15 * 60 * 1_000_000;
 /// `last_seen_at` is written at most this often: a page view is a read, not a write on SQLite's one writer.
 const TOUCH_EVERY_MICROS: i64 = 60 * 1_000_000;
 
@@ -54,6 +49,20 @@ pub struct SessionAccount {
     pub default_group_id: String,
 }
 
+/// What a re-entered password came to (the confirmation of a sensitive action, the password change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordCheck {
+    /// It is the account's password.
+    Right,
+    /// It is not (counted against the account's and the address's throttle).
+    Wrong,
+    /// Too many failed checks for the account or the address: try again in this many seconds (not checked).
+    Throttled {
+        /// Seconds until a check is allowed again.
+        retry_after: i64,
+    },
+}
+
 /// What a sign-in attempt came to.
 #[derive(Debug)]
 pub enum SignIn {
@@ -66,52 +75,6 @@ pub enum SignIn {
         /// Seconds until an attempt is counted again.
         retry_after: i64,
     },
-}
-
-/// A PHC hash of nothing anyone can type, verified against when the email is unknown, so that an unknown email
-/// takes as long to refuse as a wrong password.
-fn decoy_hash() -> &'static str {
-    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    DECOY.get_or_init(|| hash_blocking(SecretToken::generate().expose()).unwrap_or_default())
-}
-
-fn hash_blocking(password: &str) -> Result<String, StoreError> {
-    let salt: [u8; 16] = rand::random();
-    let salt = SaltString::encode_b64(&salt).map_err(|e| StoreError::Internal(e.to_string()))?;
-    // Argon2::default() is argon2id, v19, m = 19 MiB, t = 2, p = 1: OWASP's recommended minimum.
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| StoreError::Internal(e.to_string()))
-}
-
-fn verify_blocking(password: &str, phc: &str) -> bool {
-    // The comparison inside argon2's verify is constant-time.
-    PasswordHash::new(phc).is_ok_and(|h| {
-        Argon2::default()
-            .verify_password(password.as_bytes(), &h)
-            .is_ok()
-    })
-}
-
-async fn hash(password: &Password) -> Result<String, StoreError> {
-    let password = password.expose().to_owned();
-    tokio::task::spawn_blocking(move || hash_blocking(&password))
-        .await
-        .map_err(|e| StoreError::Internal(e.to_string()))?
-}
-
-async fn verify(password: &str, phc: Option<String>) -> Result<bool, StoreError> {
-    let password = password.to_owned();
-    tokio::task::spawn_blocking(move || match phc {
-        Some(phc) => verify_blocking(&password, &phc),
-        None => {
-            let _ = verify_blocking(&password, decoy_hash());
-            false
-        }
-    })
-    .await
-    .map_err(|e| StoreError::Internal(e.to_string()))
 }
 
 impl Db {
@@ -173,7 +136,11 @@ impl Db {
         token: &SecretToken,
         password: &Password,
     ) -> Result<Option<NewSession>, StoreError> {
-        let phc = hash(password).await?;
+        // Looked up before hashing: a made-up, used or expired token costs a read, never an argon2 computation.
+        if self.invited_email(token).await?.is_none() {
+            return Ok(None);
+        }
+        let phc = self.hashing.hash(password).await?;
         let now = Micros::now().0;
         let mut tx = self.begin_write().await?;
         // Deleting the row is what spends it: of two concurrent uses, one deletes it and the other finds nothing.
@@ -206,8 +173,9 @@ impl Db {
         Ok(Some(session))
     }
 
-    /// A sign-in attempt from `ip`. Refused attempts are counted per email and per address; past
-    /// [`THROTTLE_FAILURES`] in [`THROTTLE_WINDOW_MICROS`] on either, the password is not even checked.
+    /// A sign-in attempt from `ip` (the client address's throttle key). Each attempt is counted per email and per
+    /// address before the password is checked ([`crate::password_throttle`]); past [`crate::THROTTLE_FAILURES`]
+    /// failed or unfinished checks in the window on either, the password is not even looked at.
     pub async fn sign_in(
         &self,
         email: &str,
@@ -217,11 +185,12 @@ impl Db {
         // An email that is not one is still counted (by its trimmed, lowercased text), so typos cannot probe.
         let email = normalise_email(email).unwrap_or_else(|_| email.trim().to_lowercase());
         let email: String = email.chars().take(254).collect();
-        let subjects = [format!("email:{email}"), format!("ip:{ip}")];
+        let subjects = [email_subject(&email), ip_subject(ip)];
         let now = Micros::now().0;
-        if let Some(retry_after) = self.throttled(&subjects, now).await? {
-            return Ok(SignIn::Throttled { retry_after });
-        }
+        let reservation = match self.reserve_check(&subjects, now).await? {
+            Reserved::Go(r) => r,
+            Reserved::Throttled(retry_after) => return Ok(SignIn::Throttled { retry_after }),
+        };
         let row = sqlx::query("SELECT id, password_hash, disabled FROM accounts WHERE email = $1")
             .bind(&email)
             .fetch_optional(&self.read)
@@ -236,57 +205,52 @@ impl Db {
             ),
             None => (None, None),
         };
-        let matches = verify(password, phc).await?;
-        let mut tx = self.begin_write().await?;
+        // Busy (no hashing permit in time): the reserved check stays counted, as a failure would. It is one of the
+        // attempts the throttle allows, and a flood that makes the origin busy should not get them back.
+        let matches = self.hashing.verify(password, phc).await?;
         match account {
             Some((account_id, false)) if matches => {
-                sqlx::query("DELETE FROM sign_in_failures WHERE subject = $1")
-                    .bind(&subjects[0])
-                    .execute(&mut *tx)
-                    .await?;
+                let mut tx = self.begin_write().await?;
+                release(&mut tx, &reservation, Some(&subjects[0])).await?;
                 let session = insert_session(&mut tx, &account_id, now).await?;
                 tx.commit().await?;
                 Ok(SignIn::Ok(session))
             }
-            _ => {
-                for subject in &subjects {
-                    sqlx::query("DELETE FROM sign_in_failures WHERE subject = $1 AND at <= $2")
-                        .bind(subject)
-                        .bind(now - THROTTLE_WINDOW_MICROS)
-                        .execute(&mut *tx)
-                        .await?;
-                    sqlx::query("INSERT INTO sign_in_failures (subject, at) VALUES ($1, $2)")
-                        .bind(subject)
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                tx.commit().await?;
-                Ok(SignIn::Refused)
-            }
+            // The reservation stays: it is the failure.
+            _ => Ok(SignIn::Refused),
         }
     }
 
-    /// Seconds until the busier of the subjects may try again, or None when neither is throttled.
-    async fn throttled(&self, subjects: &[String], now: i64) -> Result<Option<i64>, StoreError> {
-        let mut wait = None;
-        for subject in subjects {
-            // The THROTTLE_FAILURES-th newest failure in the window: once it leaves, an attempt is allowed.
-            let row = sqlx::query(
-                "SELECT at FROM sign_in_failures WHERE subject = $1 AND at > $2 ORDER BY at DESC LIMIT 1 OFFSET $3",
-            )
-            .bind(subject)
-            .bind(now - THROTTLE_WINDOW_MICROS)
-            .bind(THROTTLE_FAILURES - 1)
+    /// Checks the password of a signed-in account again (changing the password, confirming a sensitive action),
+    /// under the same throttle as sign-in: the account's email and the client address `ip` are each charged
+    /// before the check and cleared of their failures by a right answer.
+    pub async fn check_password(
+        &self,
+        account_id: &str,
+        password: &str,
+        ip: &str,
+    ) -> Result<PasswordCheck, StoreError> {
+        let row = sqlx::query("SELECT email, password_hash FROM accounts WHERE id = $1")
+            .bind(account_id)
             .fetch_optional(&self.read)
-            .await?;
-            if let Some(r) = row {
-                let at: i64 = r.try_get("at")?;
-                let secs = (at + THROTTLE_WINDOW_MICROS - now + 999_999) / 1_000_000;
-                wait = Some(wait.unwrap_or(0).max(secs.max(1)));
+            .await?
+            .ok_or(StoreError::NotFound(Entity::Account))?;
+        let email: String = row.try_get("email")?;
+        let phc: Option<String> = row.try_get("password_hash")?;
+        let subjects = [email_subject(&email), ip_subject(ip)];
+        let reservation = match self.reserve_check(&subjects, Micros::now().0).await? {
+            Reserved::Go(r) => r,
+            Reserved::Throttled(retry_after) => {
+                return Ok(PasswordCheck::Throttled { retry_after });
             }
+        };
+        if !self.hashing.verify(password, phc).await? {
+            return Ok(PasswordCheck::Wrong);
         }
-        Ok(wait)
+        let mut tx = self.begin_write().await?;
+        release(&mut tx, &reservation, Some(&subjects[0])).await?;
+        tx.commit().await?;
+        Ok(PasswordCheck::Right)
     }
 
     /// The account of a live session, refreshing its idle timer; None when the session is unknown, idle too
@@ -335,25 +299,21 @@ impl Db {
         Ok(())
     }
 
-    /// Changes the password after checking the current one; the account's other sessions end. False when the
-    /// current password is wrong.
+    /// Changes the password after checking the current one ([`Db::check_password`], throttled like sign-in);
+    /// the account's other sessions end. Anything but [`PasswordCheck::Right`] changes nothing.
     pub async fn change_password(
         &self,
         account_id: &str,
         keep: &SecretToken,
         current: &str,
         new: &Password,
-    ) -> Result<bool, StoreError> {
-        let phc: Option<String> = sqlx::query("SELECT password_hash FROM accounts WHERE id = $1")
-            .bind(account_id)
-            .fetch_optional(&self.read)
-            .await?
-            .ok_or(StoreError::NotFound(Entity::Account))?
-            .try_get("password_hash")?;
-        if !verify(current, phc).await? {
-            return Ok(false);
+        ip: &str,
+    ) -> Result<PasswordCheck, StoreError> {
+        let check = self.check_password(account_id, current, ip).await?;
+        if check != PasswordCheck::Right {
+            return Ok(check);
         }
-        let new_phc = hash(new).await?;
+        let new_phc = self.hashing.hash(new).await?;
         let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2")
             .bind(&new_phc)
@@ -366,7 +326,27 @@ impl Db {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(true)
+        Ok(PasswordCheck::Right)
+    }
+
+    /// Deletes what can no longer be used, for the hourly maintenance: expired invitations, sessions past their
+    /// idle or absolute limit, and password-check rows that left the throttle's window. Each would otherwise stay
+    /// forever (an expired session goes only when its cookie comes back). Returns how many rows went.
+    pub async fn prune_web_auth(&self, now: Micros) -> Result<u64, StoreError> {
+        let now = now.0;
+        let invites = sqlx::query("DELETE FROM invites WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&self.write)
+            .await?
+            .rows_affected();
+        let sessions =
+            sqlx::query("DELETE FROM sessions WHERE last_seen_at <= $1 OR created_at <= $2")
+                .bind(now - SESSION_IDLE_MICROS)
+                .bind(now - SESSION_ABSOLUTE_MICROS)
+                .execute(&self.write)
+                .await?
+                .rows_affected();
+        Ok(invites + sessions + self.prune_password_checks(now).await?)
     }
 
     /// Sets a password directly (the operator's seeding of a demo account); other sessions end.
@@ -375,7 +355,7 @@ impl Db {
         account_id: &str,
         password: &Password,
     ) -> Result<(), StoreError> {
-        let phc = hash(password).await?;
+        let phc = self.hashing.hash(password).await?;
         let mut tx = self.begin_write().await?;
         let updated = sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2")
             .bind(&phc)
@@ -412,18 +392,12 @@ async fn insert_session(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The throttle's subject for an email (normalised as accounts store it).
+fn email_subject(email: &str) -> String {
+    format!("email:{email}")
+}
 
-    #[test]
-    fn argon2id_round_trip() {
-        let phc = hash_blocking("correct horse battery").unwrap();
-        assert!(phc.starts_with("$argon2id$v=19$"), "{phc}");
-        assert!(verify_blocking("correct horse battery", &phc));
-        assert!(!verify_blocking("correct horse batterz", &phc));
-        assert!(!verify_blocking("correct horse battery", "not a hash"));
-        // A fresh salt each time.
-        assert_ne!(phc, hash_blocking("correct horse battery").unwrap());
-    }
+/// The throttle's subject for a client address key (at most an IPv6 /64 in text: bounded by the caller).
+fn ip_subject(ip: &str) -> String {
+    format!("ip:{}", ip.chars().take(64).collect::<String>())
 }

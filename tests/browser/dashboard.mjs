@@ -315,6 +315,10 @@ try {
   await expectHeading(page, "API key");
   await shoot(page, "key-none");
   await page.getByRole("button", { name: "Generate key" }).click();
+  // A sensitive action: its confirmation asks for the password again.
+  await expectHeading(page, "Generate an API key?");
+  await page.getByLabel("Your password", { exact: true }).fill(password);
+  await page.getByRole("button", { name: "Generate key" }).click();
   const firstKey = await fieldValue(page, "Your new API key");
   assert.match(firstKey, /^slk_[A-Za-z0-9]{20,}$/, "the new key is shown");
   assert.equal(
@@ -338,6 +342,13 @@ try {
   await page.getByRole("button", { name: "Regenerate key" }).click();
   await expectHeading(page, "Regenerate the API key?");
   await shoot(page, "confirm-regenerate");
+  // A wrong password changes nothing and says so.
+  await page.getByLabel("Your password", { exact: true }).fill("not-the-password-at-all");
+  await page.getByRole("button", { name: "Regenerate key" }).click();
+  await page.getByRole("alert").filter({ hasText: "The password is wrong. Nothing was changed." }).waitFor();
+  assert.equal(await apiStatus(firstKey), 200, "a wrong password leaves the key working");
+  await shoot(page, "confirm-wrong-password");
+  await page.getByLabel("Your password", { exact: true }).fill(password);
   await page.getByRole("button", { name: "Regenerate key" }).click();
   const secondKey = await fieldValue(page, "Your new API key");
   assert.match(secondKey, /^slk_/, "the regenerated key is shown");
@@ -348,6 +359,7 @@ try {
   await page.goto(`${DASHBOARD_URL}/dashboard/key`);
   await page.getByRole("button", { name: "Revoke key" }).click();
   await expectHeading(page, "Revoke the API key?");
+  await page.getByLabel("Your password", { exact: true }).fill(password);
   await page.getByRole("button", { name: "Revoke key" }).click();
   await page.waitForURL("**/dashboard/key?done=revoked");
   assert.equal(await apiStatus(secondKey), 401, "a revoked key gets 401");
@@ -564,6 +576,7 @@ try {
   await expectHeading(xss, `Delete ${hostileGroup}?`);
   await assertNoXss(xss);
   await shoot(xss, "confirm-delete-group");
+  await xss.getByLabel("Your password", { exact: true }).fill(password);
   await xss.getByRole("button", { name: "Delete group" }).click();
   await xss.waitForURL("**/dashboard/groups?done=deleted");
   assert.equal(await xss.getByRole("link", { name: hostileGroup, exact: true }).count(), 0, "the group is gone");

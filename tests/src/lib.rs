@@ -238,6 +238,34 @@ impl Worker {
             .expect("dead letters JSON")
     }
 
+    /// Makes the worker's KV reads of `keys` fail from now on, as a failing KV read does (the keys set before are
+    /// replaced; none: every read works again), and returns how many reads have failed so far. Only for a worker
+    /// started with `KV_FAULTS=1` (tests/support/serve-worker.mjs puts a test-only entry in front of it).
+    pub async fn fail_kv_reads(&self, keys: &[&str]) -> u64 {
+        self.kv_faults(Some(keys)).await
+    }
+
+    /// How many of the worker's KV reads have failed so far (`KV_FAULTS=1` workers only).
+    pub async fn failed_kv_reads(&self) -> u64 {
+        self.kv_faults(None).await
+    }
+
+    async fn kv_faults(&self, set: Option<&[&str]>) -> u64 {
+        let url = format!("{}/__test/kv-faults", self.url.trim_end_matches('/'));
+        let req = match set {
+            Some(keys) => self.client.post(url).json(&json!({ "fail": keys })),
+            None => self.client.get(url),
+        };
+        let resp = req.send().await.expect("kv-faults request");
+        assert_eq!(
+            resp.status().as_u16(),
+            200,
+            "a worker started with KV_FAULTS=1"
+        );
+        let body: Value = resp.json().await.expect("kv-faults JSON");
+        body["failed_reads"].as_u64().expect("failed_reads")
+    }
+
     /// Every line the worker process has written so far (its log lines, workerd's messages), oldest first.
     pub fn output(&self) -> Vec<String> {
         self.output.lock().map(|o| o.clone()).unwrap_or_default()

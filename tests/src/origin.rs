@@ -19,7 +19,7 @@ use shared_crypto::GroupKey;
 use crate::root;
 
 /// The `INTERNAL_API_SECRET` of test origins, which test workers get as `ORIGIN_SECRET`.
-pub const INTERNAL_SECRET: &str = "e2e-internal-secret";
+pub const INTERNAL_SECRET: &str = "e2e-internal-secret-0123456789abcdef";
 
 /// The platform domain every seeded database has.
 pub const HOST: &str = "go.example.com";

@@ -11,7 +11,11 @@
 // CLICK_QUEUE=1 gives the worker the click queue as wrangler.toml's staging and production environments do (the
 // CLICK_QUEUE and CLICK_DEAD_LETTERS producers, the worker consuming the first), with a 1-second retry delay
 // instead of minutes; a second, test-only worker consumes the dead-letter queue and keeps what it received, which
-// a small HTTP server here answers as a JSON array at `dead_letters_url` in the readiness line. --floor serves a JavaScript
+// a small HTTP server here answers as a JSON array at `dead_letters_url` in the readiness line.
+// KV_FAULTS=1 serves the worker behind a test-only entry module (below, `kvFaultsEntry`) that hands it a KV binding
+// whose reads of chosen keys fail, as a failing KV read does (a rejected promise): `POST /__test/kv-faults` with
+// `{"fail": ["group:…", "blocklist"]}` sets the keys (any host; the request never reaches the worker) and answers
+// `{"fail": […], "failed_reads": n}`, n counting the reads failed so far. --floor serves a JavaScript
 // worker that answers every request with a fixed
 // 302: the benchmark's baseline for what workerd itself costs.
 //
@@ -45,13 +49,73 @@ for (const name of [
   if (process.env[name] !== undefined) bindings[name] = process.env[name];
 }
 
+// The test-only entry of KV_FAULTS=1: the edge worker's own entry (index.js) called with an `env` whose KV binding
+// fails the reads of the keys set through `/__test/kv-faults`. workers-rs takes a KV binding by its methods (no
+// type check), so a plain object with KvNamespace's methods serves. Module state is the isolate's, which Miniflare
+// keeps for the worker's life, like the worker's own caches.
+const kvFaultsEntry = `import worker from "./index.js";
+const failing = new Set();
+let failedReads = 0;
+function read(kv, method, key, options) {
+  if (failing.has(key)) {
+    failedReads++;
+    return Promise.reject(new Error("KV GET failed: 500 Internal Server Error (injected by the test)"));
+  }
+  return kv[method](key, options);
+}
+const wrapped = new WeakMap();
+function faulty(env) {
+  let w = wrapped.get(env);
+  if (w === undefined) {
+    const kv = env.SHORTLINK_KV;
+    const binding = {
+      get: (key, options) => read(kv, "get", key, options),
+      getWithMetadata: (key, options) => read(kv, "getWithMetadata", key, options),
+      put: (...args) => kv.put(...args),
+      list: (...args) => kv.list(...args),
+      delete: (...args) => kv.delete(...args),
+    };
+    w = Object.create(env, { SHORTLINK_KV: { value: binding, enumerable: true } });
+    wrapped.set(env, w);
+  }
+  return w;
+}
+export default {
+  async fetch(request, env, ctx) {
+    if (new URL(request.url).pathname === "/__test/kv-faults") {
+      if (request.method === "POST") {
+        failing.clear();
+        for (const key of (await request.json()).fail ?? []) failing.add(key);
+      }
+      return Response.json({ fail: [...failing], failed_reads: failedReads });
+    }
+    return worker.fetch(request, faulty(env), ctx);
+  },
+  queue(batch, env, ctx) {
+    return worker.queue(batch, faulty(env), ctx);
+  },
+};
+`;
+const kvFaults = !floor && process.env.KV_FAULTS === "1";
+const buildDir = resolve(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build");
+
 const script = floor
   ? {
       modules: true,
       script:
         'export default { fetch() { return new Response(null, { status: 302, headers: { Location: "https://example.com/", "Cache-Control": "private, no-store, max-age=0" } }); } };',
     }
-  : { modules: true, scriptPath: resolve(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build", "index.js") };
+  : kvFaults
+    ? {
+        // Named as the build's own modules are (relative to the build directory), so their imports resolve.
+        modulesRoot: buildDir,
+        modules: [
+          { type: "ESModule", path: join(buildDir, "kv-faults-entry.mjs"), contents: kvFaultsEntry },
+          { type: "ESModule", path: join(buildDir, "index.js") },
+          { type: "CompiledWasm", path: join(buildDir, "index_bg.wasm") },
+        ],
+      }
+    : { modules: true, scriptPath: join(buildDir, "index.js") };
 
 const clickQueue = !floor && process.env.CLICK_QUEUE === "1";
 const edge = { ...workerOptions, ...script, rootPath: root, bindings };

@@ -2,51 +2,20 @@
 
 use super::{Done, nav, see_other};
 use crate::DashboardState;
+use crate::client::ClientKey;
 use crate::error::DashboardError;
 use crate::forms::{ChangePasswordForm, CsrfOnly, NewPasswordForm, SignInForm};
 use crate::session::{self, SignedIn};
 use crate::views::{InvitePage, ProfilePage, SignInPage, render};
 use axum::Form;
-use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, State};
-use axum::http::request::Parts;
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use shortlink_store::SignIn;
 use shortlink_store::domain::{MAX_PASSWORD_CHARS, Password, SecretToken};
-use std::net::SocketAddr;
+use shortlink_store::{PasswordCheck, SignIn};
 
 /// The one message for a wrong email or a wrong password: it does not say which.
 const REFUSED: &str = "Wrong email or password.";
-
-/// The client's address, for the sign-in throttle: the configured proxy header, else the TCP peer.
-pub(crate) struct ClientIp(String);
-
-impl FromRequestParts<DashboardState> for ClientIp {
-    type Rejection = DashboardError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &DashboardState,
-    ) -> Result<Self, Self::Rejection> {
-        let from_header = state.client_ip_header.as_deref().and_then(|name| {
-            let value = parts.headers.get(name)?.to_str().ok()?;
-            // The first address of a list (X-Forwarded-For), bounded: it becomes a database key.
-            let first = value.split(',').next()?.trim();
-            (!first.is_empty() && first.len() <= 45).then(|| first.to_owned())
-        });
-        let peer = || {
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0.ip().to_string())
-        };
-        Ok(ClientIp(
-            from_header
-                .or_else(peer)
-                .unwrap_or_else(|| "unknown".to_owned()),
-        ))
-    }
-}
 
 /// `GET /dashboard/sign-in`; a signed-in visitor goes straight to their links.
 pub(crate) async fn sign_in_page(
@@ -70,7 +39,7 @@ pub(crate) async fn sign_in_page(
 /// `POST /dashboard/sign-in`: a new session (and so a new id) on success.
 pub(crate) async fn sign_in(
     State(state): State<DashboardState>,
-    ClientIp(ip): ClientIp,
+    ClientKey(ip): ClientKey,
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, DashboardError> {
@@ -221,10 +190,12 @@ pub(crate) async fn profile(user: SignedIn, Query(done): Query<Done>) -> Respons
     render(&profile_page(&user, None, done.notice())).into_response()
 }
 
-/// `POST /dashboard/profile/password`: needs the current password; the account's other sessions end.
+/// `POST /dashboard/profile/password`: needs the current password (throttled like sign-in); the account's other
+/// sessions end.
 pub(crate) async fn change_password(
     State(state): State<DashboardState>,
     user: SignedIn,
+    ClientKey(client): ClientKey,
     Form(form): Form<ChangePasswordForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
@@ -235,16 +206,43 @@ pub(crate) async fn change_password(
         Ok(p) => p,
         Err(e) => return refuse(StatusCode::UNPROCESSABLE_ENTITY, e.0),
     };
-    if form.current.chars().count() > MAX_PASSWORD_CHARS
-        || !state
+    let check = if form.current.is_empty() || form.current.chars().count() > MAX_PASSWORD_CHARS {
+        PasswordCheck::Wrong
+    } else {
+        state
             .db
-            .change_password(&user.account.account_id, &user.token, &form.current, &new)
+            .change_password(
+                &user.account.account_id,
+                &user.token,
+                &form.current,
+                &new,
+                &client,
+            )
             .await?
-    {
-        return refuse(
+    };
+    match check {
+        PasswordCheck::Right => Ok(see_other("/dashboard/profile?done=password")),
+        PasswordCheck::Wrong => refuse(
             StatusCode::UNPROCESSABLE_ENTITY,
             "The current password is wrong.".to_owned(),
-        );
+        ),
+        PasswordCheck::Throttled { retry_after } => {
+            let minutes = (retry_after + 59) / 60;
+            let mut r = (
+                StatusCode::TOO_MANY_REQUESTS,
+                render(&profile_page(
+                    &user,
+                    Some(format!(
+                        "Too many wrong passwords. Try again in {minutes} minute{}.",
+                        if minutes == 1 { "" } else { "s" }
+                    )),
+                    None,
+                )),
+            )
+                .into_response();
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, retry_after.into());
+            Ok(r)
+        }
     }
-    Ok(see_other("/dashboard/profile?done=password"))
 }

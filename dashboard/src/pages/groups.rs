@@ -1,9 +1,11 @@
 //! Groups: the list, a new group, and a group's page (id, key, settings, rotate, delete, dynamic-link builder).
 
-use super::{Done, nav, see_other, uuid};
+use super::{Done, charge_change, nav, see_other, uuid};
 use crate::DashboardState;
+use crate::client::ClientKey;
 use crate::error::DashboardError;
-use crate::forms::{CsrfOnly, GroupForm, SettingsForm as SettingsBody};
+use crate::forms::{GroupForm, SettingsForm as SettingsBody};
+use crate::reauth::{self, ConfirmForm};
 use crate::session::SignedIn;
 use crate::views::{ConfirmPage, GroupItem, GroupPage, GroupsPage, SettingsForm, render};
 use axum::Form;
@@ -67,12 +69,14 @@ pub(crate) async fn create(
     Form(form): Form<GroupForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    charge_change(&state, &user).await?;
     match state
         .db
-        .create_group(
+        .create_group_capped(
             &user.account.account_id,
             &form.name,
             &GroupSettings::default(),
+            state.max_groups_per_account,
         )
         .await
     {
@@ -218,9 +222,10 @@ pub(crate) async fn save_settings(
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
     let group = own_group(&state, &user, &id).await?;
-    match parse_settings(&form) {
+    let message = match parse_settings(&form) {
         Ok(settings) => {
-            state
+            charge_change(&state, &user).await?;
+            match state
                 .db
                 .update_group(
                     Some(&user.account.account_id),
@@ -228,27 +233,33 @@ pub(crate) async fn save_settings(
                     None,
                     Some(&settings),
                 )
-                .await?;
-            state.wake.notify_one();
-            Ok(see_other(&format!(
-                "/dashboard/groups/{}?done=saved",
-                group.id
-            )))
+                .await
+            {
+                Ok(_) => {
+                    state.wake.notify_one();
+                    return Ok(see_other(&format!(
+                        "/dashboard/groups/{}?done=saved",
+                        group.id
+                    )));
+                }
+                // What only the store can check (a fallback URL on the blocked domain list): next to the form too.
+                Err(StoreError::Invalid(message)) => readable(&message),
+                Err(e) => return Err(e.into()),
+            }
         }
-        Err(message) => {
-            // The form comes back as typed, with the message.
-            let typed = SettingsForm {
-                allow: form.allow.clone(),
-                block: form.block.clone(),
-                block_bots: form.block_bots.is_some(),
-                fallback: form.fallback.clone(),
-                interstitial: form.interstitial.clone(),
-                analytics: form.analytics.is_some(),
-            };
-            let page = group_page(&state, &user, group, typed, Some(message), None).await?;
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response())
-        }
-    }
+        Err(message) => message,
+    };
+    // The form comes back as typed, with the message.
+    let typed = SettingsForm {
+        allow: form.allow.clone(),
+        block: form.block.clone(),
+        block_bots: form.block_bots.is_some(),
+        fallback: form.fallback.clone(),
+        interstitial: form.interstitial.clone(),
+        analytics: form.analytics.is_some(),
+    };
+    let page = group_page(&state, &user, group, typed, Some(message), None).await?;
+    Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response())
 }
 
 fn confirm(
@@ -258,8 +269,8 @@ fn confirm(
     message: &str,
     verb: &str,
     button: &'static str,
-) -> Response {
-    render(&ConfirmPage {
+) -> ConfirmPage {
+    ConfirmPage {
         nav: nav(user, "groups"),
         title,
         message: message.to_owned(),
@@ -267,8 +278,32 @@ fn confirm(
         action: format!("/dashboard/groups/{}/{verb}", group.id),
         button,
         cancel: format!("/dashboard/groups/{}", group.id),
-    })
-    .into_response()
+        // Rotating or deleting breaks every dynamic link signed with the group's key: the password again.
+        password: true,
+        error: None,
+    }
+}
+
+fn confirm_rotate_page(user: &SignedIn, group: &GroupRow) -> ConfirmPage {
+    confirm(
+        user,
+        group,
+        format!("Rotate the key of {}?", group.name),
+        "The group gets a new key. Tokens signed with the old key stop working: every dynamic link built with it sends visitors to the fallback page.",
+        "rotate",
+        "Rotate key",
+    )
+}
+
+fn confirm_delete_page(user: &SignedIn, group: &GroupRow) -> ConfirmPage {
+    confirm(
+        user,
+        group,
+        format!("Delete {}?", group.name),
+        "Its links move to your default group. Tokens signed with its key stop working: every dynamic link built with it sends visitors to the fallback page.",
+        "delete",
+        "Delete group",
+    )
 }
 
 /// `GET /dashboard/groups/{id}/rotate`: the confirmation.
@@ -278,25 +313,24 @@ pub(crate) async fn confirm_rotate(
     Path(id): Path<String>,
 ) -> Result<Response, DashboardError> {
     let group = own_group(&state, &user, &id).await?;
-    Ok(confirm(
-        &user,
-        &group,
-        format!("Rotate the key of {}?", group.name),
-        "The group gets a new key. Tokens signed with the old key stop working: every dynamic link built with it sends visitors to the fallback page.",
-        "rotate",
-        "Rotate key",
-    ))
+    Ok(render(&confirm_rotate_page(&user, &group)).into_response())
 }
 
-/// `POST /dashboard/groups/{id}/rotate`.
+/// `POST /dashboard/groups/{id}/rotate`, with the password.
 pub(crate) async fn rotate(
     State(state): State<DashboardState>,
     user: SignedIn,
+    ClientKey(client): ClientKey,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    Form(form): Form<ConfirmForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
     let group = own_group(&state, &user, &id).await?;
+    let page = confirm_rotate_page(&user, &group);
+    if let Some(refused) = reauth::confirm(&state, &user, &client, &form, page).await? {
+        return Ok(refused);
+    }
+    charge_change(&state, &user).await?;
     state
         .db
         .rotate_group_key(Some(&user.account.account_id), &group.id)
@@ -318,25 +352,27 @@ pub(crate) async fn confirm_delete(
     if group.is_default {
         return Err(DashboardError::NotFound);
     }
-    Ok(confirm(
-        &user,
-        &group,
-        format!("Delete {}?", group.name),
-        "Its links move to your default group. Tokens signed with its key stop working: every dynamic link built with it sends visitors to the fallback page.",
-        "delete",
-        "Delete group",
-    ))
+    Ok(render(&confirm_delete_page(&user, &group)).into_response())
 }
 
-/// `POST /dashboard/groups/{id}/delete`.
+/// `POST /dashboard/groups/{id}/delete`, with the password.
 pub(crate) async fn delete(
     State(state): State<DashboardState>,
     user: SignedIn,
+    ClientKey(client): ClientKey,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    Form(form): Form<ConfirmForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
     let group = own_group(&state, &user, &id).await?;
+    if group.is_default {
+        return Err(DashboardError::NotFound);
+    }
+    let page = confirm_delete_page(&user, &group);
+    if let Some(refused) = reauth::confirm(&state, &user, &client, &form, page).await? {
+        return Ok(refused);
+    }
+    charge_change(&state, &user).await?;
     match state
         .db
         .delete_group(Some(&user.account.account_id), &group.id)

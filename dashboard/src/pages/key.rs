@@ -1,9 +1,11 @@
-//! The API key page (spec 5.3): generate, regenerate, revoke. The key is shown once, on the response that made it.
+//! The API key page (spec 5.3): generate, regenerate, revoke, each confirmed with the current password
+//! ([`crate::reauth`]). The key is shown once, on the response that made it.
 
 use super::{Done, nav, see_other, show_time};
 use crate::DashboardState;
+use crate::client::ClientKey;
 use crate::error::DashboardError;
-use crate::forms::CsrfOnly;
+use crate::reauth::{self, ConfirmForm};
 use crate::session::SignedIn;
 use crate::views::{ConfirmPage, KeyPage, KeyView, render};
 use axum::Form;
@@ -26,7 +28,6 @@ async fn page(
     Ok(render(&KeyPage {
         nav: nav(user, "key"),
         title: "API key",
-        csrf: user.csrf.clone(),
         key,
         new_key,
         notice,
@@ -43,26 +44,31 @@ pub(crate) async fn show(
     page(&state, &user, None, done.notice()).await
 }
 
-/// `POST /dashboard/key/generate` and `/regenerate`: a new key replaces any old one at once. The answer is the
-/// page itself (not a redirect), marked no-store by the security layer: the key exists in this response only.
-pub(crate) async fn generate(
-    State(state): State<DashboardState>,
-    user: SignedIn,
-    Form(form): Form<CsrfOnly>,
-) -> Result<Response, DashboardError> {
-    user.check_csrf(&form.csrf)?;
-    let key = state.db.generate_api_key(&user.account.account_id).await?;
-    page(&state, &user, Some(key.expose().to_owned()), None).await
-}
+/// The three confirmations: title, message, the path they post to, the button.
+const GENERATE: (&str, &str, &str, &str) = (
+    "Generate an API key?",
+    "The key is shown once, on the next page. Anyone who has it can manage this account's links.",
+    "/dashboard/key/generate",
+    "Generate key",
+);
+const REGENERATE: (&str, &str, &str, &str) = (
+    "Regenerate the API key?",
+    "The current key stops working at once: requests with it get 401. The new key is shown once.",
+    "/dashboard/key/regenerate",
+    "Regenerate key",
+);
+const REVOKE: (&str, &str, &str, &str) = (
+    "Revoke the API key?",
+    "The key stops working at once and is not replaced: requests with it get 401. You can generate a new key at any time.",
+    "/dashboard/key/revoke",
+    "Revoke key",
+);
 
-fn confirm(
+fn confirm_page(
     user: &SignedIn,
-    title: &str,
-    message: &str,
-    action: &str,
-    button: &'static str,
-) -> Response {
-    render(&ConfirmPage {
+    (title, message, action, button): (&str, &str, &str, &'static str),
+) -> ConfirmPage {
+    ConfirmPage {
         nav: nav(user, "key"),
         title: title.to_owned(),
         message: message.to_owned(),
@@ -70,39 +76,76 @@ fn confirm(
         action: action.to_owned(),
         button,
         cancel: "/dashboard/key".to_owned(),
-    })
-    .into_response()
+        password: true,
+        error: None,
+    }
+}
+
+/// `GET /dashboard/key/generate`: the confirmation.
+pub(crate) async fn confirm_generate(user: SignedIn) -> Response {
+    render(&confirm_page(&user, GENERATE)).into_response()
 }
 
 /// `GET /dashboard/key/regenerate`: the confirmation.
 pub(crate) async fn confirm_regenerate(user: SignedIn) -> Response {
-    confirm(
-        &user,
-        "Regenerate the API key?",
-        "The current key stops working at once: requests with it get 401. The new key is shown once.",
-        "/dashboard/key/regenerate",
-        "Regenerate key",
-    )
+    render(&confirm_page(&user, REGENERATE)).into_response()
 }
 
 /// `GET /dashboard/key/revoke`: the confirmation.
 pub(crate) async fn confirm_revoke(user: SignedIn) -> Response {
-    confirm(
-        &user,
-        "Revoke the API key?",
-        "The key stops working at once and is not replaced: requests with it get 401. You can generate a new key at any time.",
-        "/dashboard/key/revoke",
-        "Revoke key",
-    )
+    render(&confirm_page(&user, REVOKE)).into_response()
 }
 
-/// `POST /dashboard/key/revoke`.
+/// `POST /dashboard/key/generate`, with the password.
+pub(crate) async fn generate(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    ClientKey(client): ClientKey,
+    Form(form): Form<ConfirmForm>,
+) -> Result<Response, DashboardError> {
+    new_key(&state, &user, &client, &form, GENERATE).await
+}
+
+/// `POST /dashboard/key/regenerate`, with the password.
+pub(crate) async fn regenerate(
+    State(state): State<DashboardState>,
+    user: SignedIn,
+    ClientKey(client): ClientKey,
+    Form(form): Form<ConfirmForm>,
+) -> Result<Response, DashboardError> {
+    new_key(&state, &user, &client, &form, REGENERATE).await
+}
+
+/// A new key replaces any old one at once. The answer is the page itself (not a redirect), marked no-store by the
+/// security layer: the key exists in this response only.
+async fn new_key(
+    state: &DashboardState,
+    user: &SignedIn,
+    client: &str,
+    form: &ConfirmForm,
+    which: (&str, &str, &str, &'static str),
+) -> Result<Response, DashboardError> {
+    if let Some(refused) =
+        reauth::confirm(state, user, client, form, confirm_page(user, which)).await?
+    {
+        return Ok(refused);
+    }
+    let key = state.db.generate_api_key(&user.account.account_id).await?;
+    page(state, user, Some(key.expose().to_owned()), None).await
+}
+
+/// `POST /dashboard/key/revoke`, with the password.
 pub(crate) async fn revoke(
     State(state): State<DashboardState>,
     user: SignedIn,
-    Form(form): Form<CsrfOnly>,
+    ClientKey(client): ClientKey,
+    Form(form): Form<ConfirmForm>,
 ) -> Result<Response, DashboardError> {
-    user.check_csrf(&form.csrf)?;
+    if let Some(refused) =
+        reauth::confirm(&state, &user, &client, &form, confirm_page(&user, REVOKE)).await?
+    {
+        return Ok(refused);
+    }
     state.db.revoke_api_key(&user.account.account_id).await?;
     Ok(see_other("/dashboard/key?done=revoked"))
 }

@@ -1,7 +1,7 @@
 //! Links: the home page (list, filter, pages, create), a link's page (edit, QR code, clicks), pause, resume and
 //! delete. Creation goes through the store's `create_link` like the API's, with the dashboard as the creator.
 
-use super::{Done, nav, see_other, show_time, uuid};
+use super::{Done, charge_change, nav, see_other, show_time, uuid};
 use crate::DashboardState;
 use crate::chart;
 use crate::error::DashboardError;
@@ -363,6 +363,7 @@ pub(crate) async fn edit(
             return Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response());
         }
     };
+    charge_change(&state, &user).await?;
     match state
         .db
         .update_link(&user.account.account_id, &link.id, &patch)
@@ -431,6 +432,7 @@ async fn set_active(
         is_active: Some(active),
         ..LinkPatch::default()
     };
+    charge_change(state, user).await?;
     state
         .db
         .update_link(&user.account.account_id, &link.id, &patch)
@@ -479,6 +481,9 @@ pub(crate) async fn confirm_delete(
         action: format!("/dashboard/links/{}/delete", link.id),
         button: "Delete link",
         cancel: format!("/dashboard/links/{}", link.id),
+        // Undone by creating the link again: no password needed.
+        password: false,
+        error: None,
     })
     .into_response())
 }
@@ -492,6 +497,7 @@ pub(crate) async fn delete(
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
     let link = own_link(&state, &user, &id).await?;
+    charge_change(&state, &user).await?;
     state
         .db
         .delete_link(&user.account.account_id, &link.id)

@@ -12,6 +12,7 @@ use crate::views::Nav;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use shortlink_store::{WriteCharge, WriteSubject};
 
 /// The header of a signed-in page.
 pub(crate) fn nav(user: &SignedIn, current: &'static str) -> Option<Nav> {
@@ -42,6 +43,27 @@ impl Done {
             "password" => "Your password is changed. Your other sessions are signed out.",
             _ => return None,
         })
+    }
+}
+
+/// Charges one change to the account's dashboard budget (the API key's budget is apart), before the store is
+/// asked to make it; a change over the budget is a 429 page and changes nothing.
+pub(crate) async fn charge_change(
+    state: &crate::DashboardState,
+    user: &SignedIn,
+) -> Result<(), crate::error::DashboardError> {
+    match state
+        .db
+        .charge_write(
+            WriteSubject::Dashboard(&user.account.account_id),
+            state.write_limit_per_minute,
+        )
+        .await?
+    {
+        WriteCharge::Allowed(_) => Ok(()),
+        WriteCharge::Limited(limit) => Err(crate::error::DashboardError::TooManyChanges {
+            retry_after: limit.retry_after,
+        }),
     }
 }
 

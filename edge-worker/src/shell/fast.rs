@@ -9,12 +9,13 @@
 //! answers (`edge-worker/js/entry.js`).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use worker::worker_sys::web_sys;
 
 use super::records;
-use crate::decision::{self, Outcome};
+use crate::bounded::BoundedMap;
+use crate::config;
+use crate::decision::{self, LinkGroup, Outcome};
 use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
 use crate::visitor::Visitor;
@@ -56,8 +57,8 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
             let forwarded = if link.forward_query { query } else { None };
             let decision = decision::decide_persistent(
                 Some(&link),
-                Some(&group.settings),
-                blocklist.as_ref(),
+                LinkGroup::Rules(&group.settings),
+                Some(blocklist.as_ref()),
                 &Visitor::default(),
                 forwarded,
                 now,
@@ -80,7 +81,7 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
                 domain.as_deref(),
                 Some(&group),
                 token.as_deref(),
-                blocklist.as_ref(),
+                Some(blocklist.as_ref()),
                 &Visitor::default(),
                 now / 1000,
             );
@@ -100,32 +101,35 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
     }
 }
 
-/// How many redirects' `init` objects an isolate keeps. Past it the map starts again: it is a cache of JS objects,
-/// each worth a few header calls, not a record of anything.
-const MAX_KEPT_INITS: usize = 1024;
+/// What a kept `init` costs besides its header texts: the JS objects (`ResponseInit`, `Headers`, their wasm-bindgen
+/// handles). An estimate, on the high side.
+const INIT_OVERHEAD_BYTES: usize = 512;
 
 thread_local! {
     /// Per destination, the status and headers of its redirect as a JS `ResponseInit` (with its `Headers`), so that
     /// answering again is one call out of wasm, `new Response(null, init)`, instead of seven that each copy a
     /// string (new `Headers`, three `set`, the init, its status and headers). workerd copies the init's headers
-    /// into the new response, so one kept object serves every response built from it.
-    static KEPT_INITS: RefCell<HashMap<String, web_sys::ResponseInit>> = RefCell::new(HashMap::new());
+    /// into the new response, so one kept object serves every response built from it. Within
+    /// [`config::KEPT_INITS_BUDGET_BYTES`], the oldest going first: a cache of JS objects, each worth a few header
+    /// calls, not a record of anything.
+    static KEPT_INITS: RefCell<BoundedMap> =
+        RefCell::new(BoundedMap::new(config::KEPT_INITS_BUDGET_BYTES));
 }
 
 /// The redirect to `location`, built from the kept `init` for it, or from a new one that is then kept if `keep`.
 fn redirect(location: String, head: bool, keep: bool) -> Option<web_sys::Response> {
     KEPT_INITS.with(|kept| {
         let mut kept = kept.borrow_mut();
-        if let Some(init) = kept.get(location.as_str()) {
+        if let Some(init) = kept.get::<web_sys::ResponseInit>(location.as_str()) {
             return web_sys::Response::new_with_opt_str_and_init(None, init).ok();
         }
-        let init = init_for(&reply(&Page::Destination(location.clone()), head))?;
+        let reply = reply(&Page::Destination(location.clone()), head);
+        let init = init_for(&reply)?;
         let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok();
         if keep {
-            if kept.len() >= MAX_KEPT_INITS {
-                kept.clear();
-            }
-            kept.insert(location, init);
+            // The key is charged by the map; the init holds a copy of every header (the location among them).
+            let headers: usize = reply.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
+            kept.insert(&location, init, headers + INIT_OVERHEAD_BYTES);
         }
         response
     })

@@ -20,13 +20,13 @@ use worker::{Context, Env, Headers, Method, Request, Response};
 
 use crate::analytics;
 use crate::config;
-use crate::decision::{self, Decision, Group, Outcome};
+use crate::decision::{self, Decision, LinkGroup, Outcome};
 use crate::log::{Level, Line};
 use crate::origin::Origin;
 use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
 use crate::visitor::Visitor;
-use records::Records;
+use records::{GroupRead, Records};
 
 /// Writes a log line to the Workers console: one `console.error`/`console.warn` call with the JSON text, which
 /// Workers Logs stores as a structured event and `wrangler tail` shows.
@@ -216,11 +216,16 @@ impl Visit<'_> {
         )
     }
 
-    /// The group of a live persistent link: KV's record, else the origin's copy (a group as new as the link).
-    async fn link_group(&self, host: &str, code: &str, group_id: &str) -> Option<Rc<Group>> {
+    /// The group of a live persistent link: KV's record (or its last good copy), else the origin's copy (a group
+    /// as new as the link). Only a group KV does not have goes to the origin: one whose read failed is
+    /// [`GroupRead::Unavailable`], and the visitor falls back rather than skip its rules.
+    async fn link_group(&self, host: &str, code: &str, group_id: &str) -> GroupRead {
         match self.records.group(group_id).await {
-            Some(group) => Some(group),
-            None => self.records.group_from_origin(host, code, group_id).await,
+            GroupRead::Absent => match self.records.group_from_origin(host, code, group_id).await {
+                Some(group) => GroupRead::Found(group),
+                None => GroupRead::Absent,
+            },
+            read => read,
         }
     }
 
@@ -301,15 +306,23 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
                     )
                     .await
                 }
-                None => (None, Rc::default()),
+                None => (GroupRead::Absent, None),
             };
             let query = live.filter(|l| l.forward_query).and_then(|_| ctx.query());
-            let settings = group.as_deref().map(|g| &g.settings);
+            let group = match &group {
+                GroupRead::Found(group) => LinkGroup::Rules(&group.settings),
+                GroupRead::Absent => LinkGroup::Absent,
+                GroupRead::Unavailable => LinkGroup::Unavailable,
+            };
+            let settings = match group {
+                LinkGroup::Rules(settings) => Some(settings),
+                LinkGroup::Absent | LinkGroup::Unavailable => None,
+            };
             let visitor = ctx.visitor(settings);
             let decision = decision::decide_persistent(
                 link.as_deref(),
-                settings,
-                blocklist.as_ref(),
+                group,
+                blocklist.as_deref(),
                 &visitor,
                 query.as_deref(),
                 now_ms,
@@ -327,12 +340,17 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
             )
             .await;
             let now_seconds = i64::try_from(ctx.now_ms / 1000).unwrap_or(i64::MAX);
-            let visitor = ctx.visitor(group.as_deref().map(|g| &g.settings));
+            // A group that could not be read, with no earlier copy, is no group: the link falls back.
+            let group = match &group {
+                GroupRead::Found(group) => Some(group.as_ref()),
+                GroupRead::Absent | GroupRead::Unavailable => None,
+            };
+            let visitor = ctx.visitor(group.map(|g| &g.settings));
             let decision = decision::decide_dynamic(
                 domain.as_deref(),
-                group.as_deref(),
+                group,
                 token.as_deref(),
-                blocklist.as_ref(),
+                blocklist.as_deref(),
                 &visitor,
                 now_seconds,
             );

@@ -1,7 +1,10 @@
 //! The isolate's records (wasm32 only): KV records and the origin's answers, kept in the isolate cache, loaded
 //! once per key per isolate. The coordination of loads is [`crate::loads`]'s (host-tested); this file holds the
 //! isolate's state and does the I/O: KV reads, the origin lookup on a KV miss, and the write-back to KV. A KV read
-//! or write that fails is logged ([`crate::log`]) and absorbed: the request falls back.
+//! or write that fails is logged ([`crate::log`], reads at most once a minute) and absorbed: a group or the
+//! blocklist is then taken from the isolate's last good copy (`LAST_GOOD_*`), however old, and without one the
+//! decision falls back where skipping the record would skip a check ([`crate::decision::FallbackReason::Unavailable`]);
+//! any other record falls back.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -15,11 +18,12 @@ use worker::{Context, Delay, Env, KvStore};
 
 use super::emit;
 use super::origin_io::link_from_origin;
+use crate::bounded::BoundedMap;
 use crate::cache::{self, TtlCache};
 use crate::config;
 use crate::decision::Group;
 use crate::loads::{Loads, Ticket, Wait, WaitStep};
-use crate::log::{self, KvWrite, Via};
+use crate::log::{self, KvWrite, Throttle, Via};
 use crate::origin::{self, Origin};
 
 /// A cached KV record, parsed once per isolate. `None` inside means "absent or unusable" and is cached too.
@@ -83,6 +87,38 @@ thread_local! {
     /// for that load to fill the cache instead of starting its own: an expired hot key, or a new link hit by a
     /// crowd before KV has it, costs one KV read (and one origin lookup) per isolate rather than one per request.
     static LOADS: RefCell<Loads> = RefCell::new(Loads::new());
+    /// The last good copies of the records whose absence would skip a check, for when a read of them fails: the
+    /// isolate cache forgets an entry at its TTL (and may be cleared whole), these do not. Stale is better than
+    /// none: a group's rules that may be minutes old rather than no rules (or no redirect), a blocklist that may
+    /// lack the newest domain rather than none. A successful read replaces them, including one that finds the
+    /// record absent (which empties the blocklist and forgets the group: the operator removed it), and so does
+    /// the sync route's delete.
+    ///
+    /// The blocklist of the last successful read; `None` until the isolate's first.
+    static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<DomainBlocklist>>> = const { RefCell::new(None) };
+    /// By KV key (`group:<id>`), the `Rc<Group>`s KV last had; within [`config::LAST_GOOD_GROUPS_BUDGET_BYTES`],
+    /// the oldest going first (a group evicted here falls back on a failed read, as one never read does).
+    static LAST_GOOD_GROUPS: RefCell<BoundedMap> =
+        RefCell::new(BoundedMap::new(config::LAST_GOOD_GROUPS_BUDGET_BYTES));
+    /// `kv_read_failed` lines: at most one a minute per isolate (a failing KV fails every request).
+    static KV_READ_LOG: RefCell<Throttle> = const { RefCell::new(Throttle::new()) };
+}
+
+/// A load that read `key` from KV succeeded with `entry`: it is the last good copy now.
+fn remember(key: &str, entry: &Cached) {
+    match entry {
+        Cached::Blocklist(list) if key == BLOCKLIST_KEY => {
+            LAST_GOOD_BLOCKLIST.with(|b| *b.borrow_mut() = Some(list.clone()));
+        }
+        Cached::Group(Some(group)) if key.starts_with("group:") => LAST_GOOD_GROUPS.with(|g| {
+            g.borrow_mut()
+                .insert(key, group.clone(), group.approx_bytes());
+        }),
+        Cached::Group(None) if key.starts_with("group:") => LAST_GOOD_GROUPS.with(|g| {
+            g.borrow_mut().remove(key);
+        }),
+        _ => {}
+    }
 }
 
 /// Sets the isolate cache's TTL (from the isolate's configuration, on its first request).
@@ -90,9 +126,18 @@ pub(super) fn set_cache_ttl_ms(ttl_ms: u64) {
     CACHE.with(|cache| cache.borrow_mut().set_ttl_ms(ttl_ms));
 }
 
-/// The sync route wrote or deleted `keys`: they leave the cache (with the origin's copy of a group), loads of
-/// them under way are forgotten, and no load that read KV before the write caches what it read.
-pub(super) fn synced(keys: &[&str]) {
+/// The sync route wrote or deleted `keys` (`deleted` among them): they leave the cache (with the origin's copy of a
+/// group), loads of them under way are forgotten, and no load that read KV before the write caches what it read.
+/// A deleted group or blocklist leaves the last good copies too: the operator removed it, no failed read should
+/// bring it back. A written one stays until the next successful read replaces it (stale is better than none).
+pub(super) fn synced(keys: &[&str], deleted: &[&str]) {
+    for key in deleted {
+        if *key == BLOCKLIST_KEY {
+            LAST_GOOD_BLOCKLIST.with(|b| *b.borrow_mut() = Some(Rc::default()));
+        } else {
+            LAST_GOOD_GROUPS.with(|g| g.borrow_mut().remove(key));
+        }
+    }
     CACHE.with(|c| {
         let mut cache = c.borrow_mut();
         for key in keys {
@@ -127,13 +172,15 @@ impl Drop for Mark {
 }
 
 /// Runs `load` as the load of `key` that other requests wait for, and caches its entry (unless the sync route
-/// wrote meanwhile).
+/// wrote meanwhile), which also becomes the last good copy of a group or the blocklist.
 async fn load(key: &str, load: impl Future<Output = Loaded>) -> Loaded {
     let mark = Mark::new(key);
     let loaded = load.await;
     if let Some(entry) = &loaded.entry
         && LOADS.with(|l| l.borrow().may_cache(&mark.0))
     {
+        // Even with the isolate cache off (a TTL of 0): a failed read needs it all the same.
+        remember(key, entry);
         let now_ms = now_ms();
         CACHE.with(|c| {
             let mut cache = c.borrow_mut();
@@ -178,7 +225,9 @@ async fn kv_get(kv: Option<KvStore>, key: &str) -> Option<Option<String>> {
     {
         Ok(text) => Some(text),
         Err(e) => {
-            emit(log::kv_read_failed(key, &e.to_string()));
+            if let Some(suppressed) = KV_READ_LOG.with(|t| t.borrow_mut().admit(now_ms())) {
+                emit(log::kv_read_failed(key, &e.to_string(), suppressed));
+            }
             None
         }
     }
@@ -442,7 +491,8 @@ impl<'a> Records<'a> {
         }
     }
 
-    pub(super) async fn group(&self, group_id: &str) -> Option<Rc<Group>> {
+    /// KV's group record: as read (or cached), else, when the read failed, the last good copy.
+    pub(super) async fn group(&self, group_id: &str) -> GroupRead {
         let key = kv_model::group_key(group_id);
         let wrap = |text| {
             Cached::Group(
@@ -452,8 +502,11 @@ impl<'a> Records<'a> {
             )
         };
         match self.entry(&key, || self.kv_load(&key, wrap)).await {
-            Some(Cached::Group(group)) => group,
-            _ => None,
+            Some(Cached::Group(Some(group))) => GroupRead::Found(group),
+            Some(_) => GroupRead::Absent,
+            None => LAST_GOOD_GROUPS
+                .with(|g| g.borrow().get::<Rc<Group>>(&key).cloned())
+                .map_or(GroupRead::Unavailable, GroupRead::Found),
         }
     }
 
@@ -466,8 +519,10 @@ impl<'a> Records<'a> {
         }
     }
 
-    /// The blocked domains; empty when KV cannot be read (that is not cached).
-    pub(super) async fn blocklist(&self) -> Rc<DomainBlocklist> {
+    /// The blocked domains (empty when KV has no blocklist); when KV cannot be read, the last list read, however
+    /// old; `None` when it cannot be read and never could be in this isolate (never an empty list for a failure:
+    /// that would unblock every domain).
+    pub(super) async fn blocklist(&self) -> Option<Rc<DomainBlocklist>> {
         let wrap = |text| {
             Cached::Blocklist(Rc::new(
                 parse::<BlocklistRecord>(text)
@@ -479,8 +534,18 @@ impl<'a> Records<'a> {
             .entry(BLOCKLIST_KEY, || self.kv_load(BLOCKLIST_KEY, wrap))
             .await
         {
-            Some(Cached::Blocklist(list)) => list,
-            _ => Rc::default(),
+            Some(Cached::Blocklist(list)) => Some(list),
+            _ => LAST_GOOD_BLOCKLIST.with(|b| b.borrow().clone()),
         }
     }
+}
+
+/// A group record as a request could get it.
+pub(super) enum GroupRead {
+    /// KV's record (or the origin's copy), fresh or the last good one.
+    Found(Rc<Group>),
+    /// KV has no usable record (a successful read).
+    Absent,
+    /// The read failed and the isolate has no earlier copy.
+    Unavailable,
 }

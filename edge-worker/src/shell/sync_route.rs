@@ -92,7 +92,12 @@ pub(super) async fn sync_route(req: &mut Request, env: &Env) -> Reply {
     // Evict even after a partial failure: some keys may have changed. Loads that read before the write neither
     // cache what they read nor serve the requests that come after it.
     let keys: Vec<&str> = batch.keys().collect();
-    records::synced(&keys);
+    // Deletions end the last good copies only when they all happened: after a failure KV may still have the record.
+    let deleted: Vec<&str> = match result {
+        Ok(()) => batch.deletes.iter().map(String::as_str).collect(),
+        Err(_) => Vec::new(),
+    };
+    records::synced(&keys, &deleted);
     match result {
         Ok(()) => Reply::json(200, sync::ok_body(&batch)),
         // The batch is idempotent: 503 tells the publisher to retry it whole.

@@ -66,7 +66,8 @@ pub(crate) struct BulkCreateResponse {
 }
 
 /// Creates up to 100 links in request order. Each success counts against the key's 100 creations per rolling
-/// hour like create-link; once the limit is used up, the remaining entries are `429`. The response carries the
+/// hour like create-link; once an entry is refused with `429`, the remaining entries are `429` too, without
+/// being evaluated. The response carries the
 /// `X-RateLimit-*` headers as they stand after the last entry.
 #[utoipa::path(
     post,
@@ -97,9 +98,25 @@ pub(crate) async fn bulk_create(
     }
     let mut results = Vec::with_capacity(body.links.len());
     let mut last_limit: Option<RateLimitState> = None;
+    // The state of the first entry refused with 429, once there is one.
+    let mut limited: Option<RateLimitState> = None;
     // One after another, so the limit is spent in request order; each creation is its own transaction, with the
     // same guarantees as create-link under concurrency.
     for value in body.links {
+        // Once an entry met the limit, the rest would too (a creation frees up only when the oldest one leaves
+        // the hour): they are answered at once, without a transaction each, so a spent key's 100-entry request
+        // costs the database one query, not a hundred.
+        if let Some(limit) = limited {
+            let refused = ApiError::RateLimited(limit);
+            let (status, error_code) = refused.status_and_code();
+            super::observe::rate_limited("create_link");
+            results.push(BulkResult::Refused {
+                status: status.as_u16(),
+                error_code,
+                detail: refused.to_string(),
+            });
+            continue;
+        }
         let outcome = async {
             let item: CreateLinkBody =
                 serde_path_to_error::deserialize(serde_json::Value::Object(value))
@@ -122,6 +139,7 @@ pub(crate) async fn bulk_create(
                     ApiError::RateLimited(limit) => {
                         super::observe::rate_limited("create_link");
                         last_limit = Some(*limit);
+                        limited = Some(*limit);
                     }
                     // The key went away or the database failed: the whole request fails as create-link would;
                     // what was created so far stays created and is in the list.

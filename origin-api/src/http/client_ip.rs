@@ -1,23 +1,16 @@
-//! The client's IP address, and a per-IP limiter for the unauthenticated endpoint.
+//! The client's address (the rule is the `client-addr` crate's, shared with the dashboard), and a per-address
+//! limiter for the unauthenticated endpoints.
 
-use super::error::ApiError;
 use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::request::Parts;
+use client_addr::ClientAddrRule;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
+use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
-
-/// Where the client address comes from. Behind a proxy or CDN the socket peer is the proxy,
-/// so the operator names the header it sets (e.g. `CF-Connecting-IP`); trusting a header
-/// that no proxy overwrites would let clients pick their own address, so it is opt-in.
-#[derive(Debug, Clone, Default)]
-pub struct ClientIpSource {
-    /// Lowercase header name, or None for the socket peer address.
-    pub header: Option<String>,
-}
 
 /// The resolved client address (None only when neither header nor socket says).
 #[derive(Debug, Clone, Copy)]
@@ -26,33 +19,25 @@ pub(crate) struct ClientIp(pub(crate) Option<IpAddr>);
 impl<S> FromRequestParts<S> for ClientIp
 where
     S: Send + Sync,
-    ClientIpSource: FromRef<S>,
+    ClientAddrRule: FromRef<S>,
 {
-    type Rejection = ApiError;
+    // Never fails: without a usable header or a socket, the address is simply unknown.
+    type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        if let Some(name) = &ClientIpSource::from_ref(state).header {
-            // X-Forwarded-For may hold a chain; the left-most entry is the original client.
-            let from_header = parts
-                .headers
-                .get(name.as_str())
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(',').next())
-                .and_then(|v| v.trim().parse().ok());
-            if from_header.is_some() {
-                return Ok(Self(from_header));
-            }
-        }
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Infallible> {
         let peer = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0.ip());
-        Ok(Self(peer))
+        Ok(Self(
+            ClientAddrRule::from_ref(state).resolve(&parts.headers, peer),
+        ))
     }
 }
 
-/// A rate limit per client IP, in memory (GCRA, `governor`): each origin process limits on its own, which is
-/// enough to stop one client from hammering the public endpoint.
+/// A rate limit per client address, in memory (GCRA, `governor`): each origin process limits on its own, which is
+/// enough to stop one client from hammering a public endpoint. IPv6 clients are counted per /64
+/// ([`client_addr::limit_key`]).
 pub struct IpRateLimiter<C: Clock = DefaultClock> {
     limiter: RateLimiter<IpAddr, DefaultKeyedStateStore<IpAddr>, C, NoOpMiddleware<C::Instant>>,
     clock: C,
@@ -81,7 +66,7 @@ impl<C: Clock + Clone> IpRateLimiter<C> {
     /// Takes one request's allowance for `ip`, or says how many whole seconds until one is available.
     pub fn check(&self, ip: Option<IpAddr>) -> Result<(), u64> {
         // Requests with no address at all share one allowance: they still cannot flood.
-        let ip = ip.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let ip = ip.map_or(IpAddr::from([0, 0, 0, 0]), client_addr::limit_key);
         if self.limiter.len() >= MAX_TRACKED {
             self.limiter.retain_recent();
         }
@@ -124,6 +109,15 @@ mod tests {
             limiter.check(None).is_ok(),
             "no address: one shared allowance"
         );
+        let v6 = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        for _ in 0..3 {
+            assert!(limiter.check(v6("2001:db8:0:1::1")).is_ok());
+        }
+        assert!(
+            limiter.check(v6("2001:db8:0:1:ffff::2")).is_err(),
+            "one /64, one allowance"
+        );
+        assert!(limiter.check(v6("2001:db8:0:2::1")).is_ok());
         clock.advance(Duration::from_millis(1_000));
         assert!(limiter.check(a).is_ok(), "one request a second");
         clock.advance(Duration::from_millis(100));

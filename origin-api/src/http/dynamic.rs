@@ -66,7 +66,10 @@ pub(crate) async fn validate(
     state
         .validate_limiter
         .check(ip)
-        .map_err(|retry_after| ApiError::TooManyRequests { retry_after })?;
+        .map_err(|retry_after| ApiError::TooManyRequests {
+            limit: "validate_dynamic",
+            retry_after,
+        })?;
     let verdict = evaluate(&state, &body).await?;
     if let Err(reason) = verdict {
         // The reason is for operators; the client only learns success: false (spec 4.6).

@@ -60,12 +60,23 @@ pub enum ApiError {
     /// 429 with the limit state.
     #[error("rate limit exceeded: at most 100 link creations per hour per API key")]
     RateLimited(RateLimitState),
-    /// 429 from the per-IP limiter of the public endpoint.
+    /// 429: the key's budget of management writes (PATCH, DELETE, groups) for the last minute is spent.
+    #[error(
+        "rate limit exceeded: at most {} management writes per minute per API key",
+        .0.limit
+    )]
+    WriteLimited(RateLimitState),
+    /// 429 from a per-address limiter (the public endpoint, wrong internal secrets).
     #[error("too many requests from this address, retry later")]
     TooManyRequests {
+        /// Which limit (the metric's label).
+        limit: &'static str,
         /// Seconds until the next request is allowed.
         retry_after: u64,
     },
+    /// 503: too many PNG QR codes or CSV exports are being made in this process right now.
+    #[error("too many images and exports are being made right now, retry in a second")]
+    Busy,
     /// 503: the database is unreachable or overloaded, or the request ran out of time.
     #[error("the service is temporarily unavailable, retry later")]
     Unavailable,
@@ -139,6 +150,21 @@ pub(crate) enum AuthErrors {
     Forbidden(ErrorBody),
 }
 
+/// The refusal of a management write over the key's budget, for the OpenAPI document (never built, like
+/// [`AuthErrors`]).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum WriteLimitErrors {
+    /// `rate_limited`: the key made its budget of management writes (600 by default) in the last minute
+    #[response(status = 429, headers(
+        ("X-RateLimit-Limit" = i64, description = "Management writes allowed per rolling minute"),
+        ("X-RateLimit-Remaining" = i64, description = "0"),
+        ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted write leaves the window"),
+        ("Retry-After" = i64, description = "Seconds until one more write is allowed"),
+    ))]
+    Limited(ErrorBody),
+}
+
 /// The failures any endpoint may have, for the OpenAPI document (never built, like [`AuthErrors`]).
 #[derive(utoipa::IntoResponses)]
 #[allow(dead_code)]
@@ -183,10 +209,10 @@ impl ApiError {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 ErrorCode::UnsupportedMediaType,
             ),
-            Self::RateLimited(_) | Self::TooManyRequests { .. } => {
+            Self::RateLimited(_) | Self::WriteLimited(_) | Self::TooManyRequests { .. } => {
                 (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited)
             }
-            Self::Unavailable => (
+            Self::Unavailable | Self::Busy => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::ServiceUnavailable,
             ),
@@ -221,18 +247,22 @@ impl IntoResponse for ApiError {
                 super::observe::rate_limited("create_link");
                 rate_limit_headers(state, response.headers_mut());
             }
+            Self::WriteLimited(state) => {
+                super::observe::rate_limited("management_write");
+                rate_limit_headers(state, response.headers_mut());
+            }
             Self::Unauthenticated(_) => {
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Token"));
             }
-            Self::TooManyRequests { retry_after } => {
-                super::observe::rate_limited("validate_dynamic");
+            Self::TooManyRequests { limit, retry_after } => {
+                super::observe::rate_limited(limit);
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
-            Self::Unavailable => {
+            Self::Unavailable | Self::Busy => {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(1));
@@ -261,6 +291,8 @@ impl From<StoreError> for ApiError {
                 tracing::warn!(error = %cause, "database unavailable");
                 Self::Unavailable
             }
+            // Password hashing is the dashboard's; an API path that ever met it is overloaded all the same.
+            StoreError::Busy { .. } => Self::Unavailable,
             // Duplicates the API never asks for (emails, hosts: operator commands), bad configuration, broken
             // invariants and unexpected database errors: logged, never shown.
             StoreError::Conflict(_)

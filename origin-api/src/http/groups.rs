@@ -1,11 +1,13 @@
 //! `/api/v1/external/groups`: the spec's list (4.4), and each group's life: create, read, rename, new settings,
 //! a new signing key, delete. Another account's group id answers exactly like an unknown one (404).
 
-use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors};
+use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors, WriteLimitErrors};
 use super::extract::{Caller, JsonBody, ResourceId};
+use super::limits;
 use super::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -25,6 +27,16 @@ pub(crate) fn router() -> Router<AppState> {
             get(get_group).patch(update_group).delete(delete_group),
         )
         .route("/api/v1/external/groups/{id}/rotate-key", post(rotate_key))
+        // Most answers here carry a group's signing key: no cache (a browser's, a proxy's) may keep one.
+        .route_layer(axum::middleware::map_response(no_store))
+}
+
+async fn no_store(mut response: axum::response::Response) -> axum::response::Response {
+    response.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// A link group, as listed (no key in lists).
@@ -142,11 +154,17 @@ pub(crate) async fn list_groups(
     request_body(content = CreateGroupBody, content_type = "application/json"),
     security(("Token" = [])),
     responses(
-        (status = 201, description = "The group, with its key", body = GroupDetail),
-        (status = 400, description = "`validation_error` (naming the field) or `invalid_json`", body = ErrorBody),
+        (status = 201, description = "The group, with its key", body = GroupDetail, headers(
+            ("X-RateLimit-Limit" = i64, description = "Management writes allowed per rolling minute"),
+            ("X-RateLimit-Remaining" = i64, description = "Management writes left now"),
+            ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted write leaves the window"),
+        )),
+        (status = 400, description = "`validation_error` (naming the field, a fallback URL on the blocked domain \
+            list, or the account at its cap of groups, 1,000 by default) or `invalid_json`", body = ErrorBody),
         AuthErrors,
         (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
+        WriteLimitErrors,
         ServerErrors,
     ),
 )]
@@ -154,19 +172,31 @@ pub(crate) async fn create_group(
     State(state): State<AppState>,
     Caller(caller): Caller,
     JsonBody(body): JsonBody<CreateGroupBody>,
-) -> Result<(StatusCode, Json<GroupDetail>), ApiError> {
+) -> Result<Response, ApiError> {
     let settings = body
         .settings
         .as_ref()
         .map(settings)
         .transpose()?
         .unwrap_or_default();
+    let limit = limits::charge(&state, &caller).await?;
     let group = state
         .db
-        .create_group(&caller.account_id, &body.name, &settings)
-        .await?;
-    state.publisher.wake.notify_one();
-    Ok((StatusCode::CREATED, Json(group.into())))
+        .create_group_capped(
+            &caller.account_id,
+            &body.name,
+            &settings,
+            state.limits.max_groups_per_account,
+        )
+        .await
+        .map_err(ApiError::from);
+    if group.is_ok() {
+        state.publisher.wake.notify_one();
+    }
+    Ok(limits::answer(
+        &limit,
+        group.map(|g| (StatusCode::CREATED, Json(GroupDetail::from(g)))),
+    ))
 }
 
 /// One of the account's groups, with its key and settings.
@@ -204,12 +234,18 @@ pub(crate) async fn get_group(
     request_body(content = UpdateGroupBody, content_type = "application/json"),
     security(("Token" = [])),
     responses(
-        (status = 200, description = "The group as it now is", body = GroupDetail),
-        (status = 400, description = "`validation_error` (naming the field) or `invalid_json`", body = ErrorBody),
+        (status = 200, description = "The group as it now is", body = GroupDetail, headers(
+            ("X-RateLimit-Limit" = i64, description = "Management writes allowed per rolling minute"),
+            ("X-RateLimit-Remaining" = i64, description = "Management writes left now"),
+            ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted write leaves the window"),
+        )),
+        (status = 400, description = "`validation_error` (naming the field, or a fallback URL on the blocked \
+            domain list) or `invalid_json`", body = ErrorBody),
         AuthErrors,
         (status = 404, description = "`not_found`: no such group in this account", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
+        WriteLimitErrors,
         ServerErrors,
     ),
 )]
@@ -218,8 +254,9 @@ pub(crate) async fn update_group(
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
     JsonBody(body): JsonBody<UpdateGroupBody>,
-) -> Result<Json<GroupDetail>, ApiError> {
+) -> Result<Response, ApiError> {
     let settings = body.settings.as_ref().map(settings).transpose()?;
+    let limit = limits::charge(&state, &caller).await?;
     let group = state
         .db
         .update_group(
@@ -228,9 +265,15 @@ pub(crate) async fn update_group(
             body.name.as_deref(),
             settings.as_ref(),
         )
-        .await?;
-    state.publisher.wake.notify_one();
-    Ok(Json(group.into()))
+        .await
+        .map_err(ApiError::from);
+    if group.is_ok() {
+        state.publisher.wake.notify_one();
+    }
+    Ok(limits::answer(
+        &limit,
+        group.map(|g| Json(GroupDetail::from(g))),
+    ))
 }
 
 /// Deletes a group: its links move to the account's default group and its dynamic links stop working. The
@@ -243,10 +286,15 @@ pub(crate) async fn update_group(
     params(("id" = String, Path, format = Uuid, description = "Group id")),
     security(("Token" = [])),
     responses(
-        (status = 204, description = "Deleted"),
+        (status = 204, description = "Deleted", headers(
+            ("X-RateLimit-Limit" = i64, description = "Management writes allowed per rolling minute"),
+            ("X-RateLimit-Remaining" = i64, description = "Management writes left now"),
+            ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted write leaves the window"),
+        )),
         (status = 400, description = "`default_group`: the account's default group", body = ErrorBody),
         AuthErrors,
         (status = 404, description = "`not_found`: no such group in this account", body = ErrorBody),
+        WriteLimitErrors,
         ServerErrors,
     ),
 )]
@@ -254,10 +302,20 @@ pub(crate) async fn delete_group(
     State(state): State<AppState>,
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
-) -> Result<StatusCode, ApiError> {
-    state.db.delete_group(Some(&caller.account_id), &id).await?;
-    state.publisher.wake.notify_one();
-    Ok(StatusCode::NO_CONTENT)
+) -> Result<Response, ApiError> {
+    let limit = limits::charge(&state, &caller).await?;
+    let deleted = state
+        .db
+        .delete_group(Some(&caller.account_id), &id)
+        .await
+        .map_err(ApiError::from);
+    if deleted.is_ok() {
+        state.publisher.wake.notify_one();
+    }
+    Ok(limits::answer(
+        &limit,
+        deleted.map(|()| StatusCode::NO_CONTENT),
+    ))
 }
 
 /// Replaces the group's signing key. Dynamic links signed with the old key stop working at the edge within the
@@ -270,9 +328,14 @@ pub(crate) async fn delete_group(
     params(("id" = String, Path, format = Uuid, description = "Group id")),
     security(("Token" = [])),
     responses(
-        (status = 200, description = "The group with its new key", body = GroupDetail),
+        (status = 200, description = "The group with its new key", body = GroupDetail, headers(
+            ("X-RateLimit-Limit" = i64, description = "Management writes allowed per rolling minute"),
+            ("X-RateLimit-Remaining" = i64, description = "Management writes left now"),
+            ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted write leaves the window"),
+        )),
         AuthErrors,
         (status = 404, description = "`not_found`: no such group in this account", body = ErrorBody),
+        WriteLimitErrors,
         ServerErrors,
     ),
 )]
@@ -280,11 +343,18 @@ pub(crate) async fn rotate_key(
     State(state): State<AppState>,
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
-) -> Result<Json<GroupDetail>, ApiError> {
+) -> Result<Response, ApiError> {
+    let limit = limits::charge(&state, &caller).await?;
     let group = state
         .db
         .rotate_group_key(Some(&caller.account_id), &id)
-        .await?;
-    state.publisher.wake.notify_one();
-    Ok(Json(group.into()))
+        .await
+        .map_err(ApiError::from);
+    if group.is_ok() {
+        state.publisher.wake.notify_one();
+    }
+    Ok(limits::answer(
+        &limit,
+        group.map(|g| Json(GroupDetail::from(g))),
+    ))
 }

@@ -1,7 +1,8 @@
 //! `/internal/v1/…`: what the edge worker asks of the origin, authenticated with the shared
-//! `INTERNAL_API_SECRET` (Bearer, compared in constant time). Without a configured secret
-//! these routes do not exist.
+//! `INTERNAL_API_SECRET` (Bearer, compared in constant time, at least 32 bytes). Without a configured secret
+//! these routes do not exist. Wrong secrets are throttled per client address.
 
+use super::client_ip::ClientIp;
 use super::error::ApiError;
 use super::extract::JsonBody;
 use super::state::AppState;
@@ -46,9 +47,19 @@ impl FromRequestParts<AppState> for Edge {
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default();
         if bool::from(given.as_bytes().ct_eq(secret.expose_secret().as_bytes())) {
-            Ok(Edge)
-        } else {
-            Err(ApiError::Unauthenticated("invalid internal credentials"))
+            return Ok(Edge);
+        }
+        // Only failures are charged, and the right secret is never refused: the worker's calls leave Cloudflare
+        // from addresses every worker shares, so a limit that refused them too would let anyone's worker lock ours
+        // out. Guessing is hopeless anyway with the 32-byte minimum; this keeps a scanner from costing more than
+        // a cheap 429.
+        let Ok(ClientIp(ip)) = ClientIp::from_request_parts(parts, state).await;
+        match state.internal_auth_limiter.check(ip) {
+            Ok(()) => Err(ApiError::Unauthenticated("invalid internal credentials")),
+            Err(retry_after) => Err(ApiError::TooManyRequests {
+                limit: "internal_auth",
+                retry_after,
+            }),
         }
     }
 }

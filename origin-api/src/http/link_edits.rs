@@ -1,12 +1,14 @@
 //! `/api/v1/external/links/{id}`: read, change (pause, resume, new destination, group, expiry, query forwarding)
 //! and delete one of the account's links. Another account's id answers exactly like an unknown one (404).
 
-use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors};
+use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors, WriteLimitErrors};
 use super::extract::{Caller, JsonBody, ResourceId};
+use super::limits;
 use super::links::{ListedLink, parse_expiry, parse_uuid};
 use super::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Deserializer};
@@ -80,7 +82,8 @@ pub(crate) async fn get_link(
     Ok(Json(link.into()))
 }
 
-/// Changes a link; the edge follows within the propagation time. Returns the link as listed.
+/// Changes a link; the edge follows within the propagation time. Returns the link as listed. A management
+/// write: it counts against the key's budget of writes per minute (600 by default) once the body is valid.
 #[utoipa::path(
     patch,
     path = "/api/v1/external/links/{id}",
@@ -90,13 +93,18 @@ pub(crate) async fn get_link(
     request_body(content = LinkPatchBody, content_type = "application/json"),
     security(("Token" = [])),
     responses(
-        (status = 200, description = "The link as it now is", body = ListedLink),
+        (status = 200, description = "The link as it now is", body = ListedLink, headers(
+            ("X-RateLimit-Limit" = i64, description = "Management writes allowed per rolling minute"),
+            ("X-RateLimit-Remaining" = i64, description = "Management writes left now"),
+            ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted write leaves the window"),
+        )),
         (status = 400, description = "`validation_error` (a field, an unknown field, a group not of this \
             account) or `invalid_json`", body = ErrorBody),
         AuthErrors,
         (status = 404, description = "`not_found`: no such link in this account", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
+        WriteLimitErrors,
         ServerErrors,
     ),
 )]
@@ -105,7 +113,7 @@ pub(crate) async fn patch_link(
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
     JsonBody(body): JsonBody<LinkPatchBody>,
-) -> Result<Json<ListedLink>, ApiError> {
+) -> Result<Response, ApiError> {
     let patch = LinkPatch {
         long_url: body
             .long_url
@@ -121,18 +129,24 @@ pub(crate) async fn patch_link(
             .transpose()?,
         forward_query: body.forward_query,
     };
+    let limit = limits::charge(&state, &caller).await?;
     let link = state
         .db
         .update_link(&caller.account_id, &id, &patch)
-        .await?;
-    if !patch.is_empty() {
+        .await
+        .map_err(ApiError::from);
+    if link.is_ok() && !patch.is_empty() {
         state.publisher.wake.notify_one();
     }
-    Ok(Json(link.into()))
+    Ok(limits::answer(
+        &limit,
+        link.map(|l| Json(ListedLink::from(l))),
+    ))
 }
 
 /// Deletes a link: it leaves the list, its short code is free again on its domain, and the edge sends its
-/// visitors to the domain's fallback. Its creation still counts against the key's hourly limit.
+/// visitors to the domain's fallback. Its creation still counts against the key's hourly limit. Of concurrent
+/// deletes of one link exactly one answers 204, the others 404. A management write (see `update_link`).
 #[utoipa::path(
     delete,
     path = "/api/v1/external/links/{id}",
@@ -141,9 +155,14 @@ pub(crate) async fn patch_link(
     params(("id" = String, Path, format = Uuid, description = "Link id")),
     security(("Token" = [])),
     responses(
-        (status = 204, description = "Deleted"),
+        (status = 204, description = "Deleted", headers(
+            ("X-RateLimit-Limit" = i64, description = "Management writes allowed per rolling minute"),
+            ("X-RateLimit-Remaining" = i64, description = "Management writes left now"),
+            ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted write leaves the window"),
+        )),
         AuthErrors,
         (status = 404, description = "`not_found`: no such link in this account", body = ErrorBody),
+        WriteLimitErrors,
         ServerErrors,
     ),
 )]
@@ -151,8 +170,18 @@ pub(crate) async fn delete_link(
     State(state): State<AppState>,
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
-) -> Result<StatusCode, ApiError> {
-    state.db.delete_link(&caller.account_id, &id).await?;
-    state.publisher.wake.notify_one();
-    Ok(StatusCode::NO_CONTENT)
+) -> Result<Response, ApiError> {
+    let limit = limits::charge(&state, &caller).await?;
+    let deleted = state
+        .db
+        .delete_link(&caller.account_id, &id)
+        .await
+        .map_err(ApiError::from);
+    if deleted.is_ok() {
+        state.publisher.wake.notify_one();
+    }
+    Ok(limits::answer(
+        &limit,
+        deleted.map(|()| StatusCode::NO_CONTENT),
+    ))
 }

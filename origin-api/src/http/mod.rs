@@ -9,6 +9,7 @@ mod extract;
 mod groups;
 mod health;
 mod internal;
+mod limits;
 mod link_edits;
 mod links;
 mod observe;
@@ -17,8 +18,9 @@ mod qr;
 mod state;
 mod stats;
 
-pub use client_ip::{ClientIpSource, IpRateLimiter};
+pub use client_ip::IpRateLimiter;
 pub use error::{ApiError, ErrorBody, ErrorCode};
+pub use limits::{Limits, RenderGate};
 pub use observe::metrics_handle;
 pub use state::AppState;
 
@@ -73,7 +75,9 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
                     .as_deref()
                     .is_some_and(|u| u.starts_with("https://")),
                 public_origin: state.public_url.clone(),
-                client_ip_header: state.client_ip.header.clone(),
+                client_addr: state.client_ip.clone(),
+                write_limit_per_minute: state.limits.writes_per_minute,
+                max_groups_per_account: state.limits.max_groups_per_account,
             },
         ));
     }

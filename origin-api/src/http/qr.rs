@@ -9,7 +9,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use link_qr::QrRequest;
+use link_qr::{Format, QrRequest};
 
 /// The routes of this resource.
 pub(crate) fn router() -> Router<AppState> {
@@ -30,7 +30,8 @@ pub(crate) struct QrParams {
     size: Option<u32>,
 }
 
-/// A QR code of the link's short URL.
+/// A QR code of the link's short URL. PNGs are drawn under a process-wide bound (one per core by default): when
+/// every place is taken for 2 s, the answer is `503` with `Retry-After: 1`.
 #[utoipa::path(
     get,
     path = "/api/v1/external/links/{id}/qr",
@@ -57,11 +58,21 @@ pub(crate) async fn qr(
     let request =
         QrRequest::parse(query.as_deref()).map_err(|e| ApiError::Validation(e.to_string()))?;
     let link = state.db.get_link(&caller.account_id, &id).await?;
-    // A 2048-pixel PNG takes milliseconds of CPU: off the async workers, so other requests keep flowing.
-    let rendered = tokio::task::spawn_blocking(move || link_qr::render(&link.short_url(), request))
-        .await
-        .map_err(|_| ApiError::Internal)?
-        .map_err(|e| ApiError::Validation(e.to_string()))?;
+    // A 2048-pixel PNG takes milliseconds of CPU: off the async workers, so other requests keep flowing, and
+    // under the render bound, so a burst of them cannot take every core (and blocking thread) from the rest.
+    // An SVG is a few kilobytes of text: not worth a place.
+    let permit = match request.format {
+        Format::Png => Some(state.limits.renders.enter().await?),
+        Format::Svg => None,
+    };
+    let rendered = tokio::task::spawn_blocking(move || {
+        let rendered = link_qr::render(&link.short_url(), request);
+        drop(permit);
+        rendered
+    })
+    .await
+    .map_err(|_| ApiError::Internal)?
+    .map_err(|e| ApiError::Validation(e.to_string()))?;
     Ok((
         [
             (header::CONTENT_TYPE, rendered.content_type),

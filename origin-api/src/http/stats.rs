@@ -215,6 +215,13 @@ async fn answer<T: Serialize>(
     json: impl FnOnce(Body) -> T,
 ) -> Result<Response, ApiError> {
     let q = StatsQuery::parse(query, Day::today()).map_err(|e| ApiError::Validation(e.0))?;
+    // An export is read and written whole: under the render bound (as PNG QR codes), held until it is built, so a
+    // burst of exports cannot take every core and connection from the other requests. JSON answers are the
+    // API's everyday reads and stay unbounded.
+    let _permit = match q.format {
+        StatsFormat::Csv => Some(state.limits.renders.enter().await?),
+        StatsFormat::Json => None,
+    };
     let stats = state
         .db
         .click_stats(account_id, scope, q.from, q.to)

@@ -11,7 +11,7 @@ use shortlink_store::domain::{Day, Micros};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-const SECRET: &str = "internal-test-secret-0123456789";
+const SECRET: &str = "internal-test-secret-0123456789abcdef";
 const DAY_MS: i64 = 86_400_000;
 
 async fn app(engine: Engine) -> TestApp {
@@ -725,7 +725,8 @@ async fn raw_events_expire_and_statistics_stay(engine: Engine) {
         Pruned {
             clicks: 3 + 2,
             batch_ids: 0,
-            event_ids: 0
+            event_ids: 0,
+            sign_in_rows: 0
         }
     );
     assert_eq!(raw_clicks(&app).await, 1);

@@ -6,25 +6,27 @@ use crate::common::{Engine, TestApp, TestDb, start_server};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 
-const PASSWORD: &str = "correct horse battery";
+pub(crate) const PASSWORD: &str = "correct horse battery";
 
 /// A browser without a browser: one cookie jar of one cookie, redirects not followed, and the form's CSRF
 /// token read from the last page.
-struct Browser {
-    client: reqwest::Client,
-    base: String,
-    cookie: Option<String>,
-    origin: Option<String>,
+pub(crate) struct Browser {
+    pub(crate) client: reqwest::Client,
+    pub(crate) base: String,
+    pub(crate) cookie: Option<String>,
+    pub(crate) origin: Option<String>,
+    /// Sent with every request (e.g. a proxy's `X-Forwarded-For`).
+    pub(crate) extra: Vec<(String, String)>,
 }
 
-struct Page {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
+pub(crate) struct Page {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: String,
 }
 
 impl Page {
-    fn csrf(&self) -> String {
+    pub(crate) fn csrf(&self) -> String {
         let at = self
             .body
             .find(r#"name="csrf" value=""#)
@@ -33,7 +35,7 @@ impl Page {
         rest[..rest.find('"').unwrap()].to_owned()
     }
 
-    fn location(&self) -> &str {
+    pub(crate) fn location(&self) -> &str {
         self.headers
             .get(LOCATION)
             .map_or("", |v| v.to_str().unwrap())
@@ -41,7 +43,7 @@ impl Page {
 }
 
 impl Browser {
-    fn new(app: &TestApp) -> Self {
+    pub(crate) fn new(app: &TestApp) -> Self {
         Self {
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -50,6 +52,7 @@ impl Browser {
             origin: Some(app.base.clone()),
             base: app.base.clone(),
             cookie: None,
+            extra: Vec::new(),
         }
     }
 
@@ -71,8 +74,11 @@ impl Browser {
         }
     }
 
-    async fn get(&mut self, path: &str) -> Page {
+    pub(crate) async fn get(&mut self, path: &str) -> Page {
         let mut req = self.client.get(format!("{}{path}", self.base));
+        for (k, v) in &self.extra {
+            req = req.header(k, v);
+        }
         if let Some(c) = &self.cookie {
             req = req.header("cookie", c);
         }
@@ -80,8 +86,11 @@ impl Browser {
         self.keep(r).await
     }
 
-    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+    pub(crate) async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
         let mut req = self.client.post(format!("{}{path}", self.base)).form(form);
+        for (k, v) in &self.extra {
+            req = req.header(k, v);
+        }
         if let Some(c) = &self.cookie {
             req = req.header("cookie", c);
         }
@@ -93,7 +102,7 @@ impl Browser {
     }
 
     /// Accepts a fresh invitation for `email` with [`PASSWORD`]; signed in afterwards.
-    async fn join(&mut self, app: &TestApp, email: &str) {
+    pub(crate) async fn join(&mut self, app: &TestApp, email: &str) {
         let invite = app.db.invite(email).await.unwrap();
         let path = format!("/dashboard/invite/{}", invite.token.expose());
         let page = self
@@ -102,7 +111,7 @@ impl Browser {
         assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.body);
     }
 
-    async fn sign_in(&mut self, email: &str, password: &str) -> Page {
+    pub(crate) async fn sign_in(&mut self, email: &str, password: &str) -> Page {
         self.post(
             "/dashboard/sign-in",
             &[("email", email), ("password", password)],
@@ -111,7 +120,7 @@ impl Browser {
     }
 }
 
-fn email() -> String {
+pub(crate) fn email() -> String {
     format!("{}@example.com", uuid::Uuid::new_v4().simple())
 }
 
@@ -269,7 +278,12 @@ async fn forms_need_the_csrf_token_and_our_origin(engine: Engine) {
         StatusCode::FORBIDDEN
     );
     b.origin = Some(app.base.clone());
-    let ok = b.post("/dashboard/key/generate", &[("csrf", &csrf)]).await;
+    let ok = b
+        .post(
+            "/dashboard/key/generate",
+            &[("csrf", &csrf), ("password", PASSWORD)],
+        )
+        .await;
     assert_eq!(ok.status, StatusCode::OK);
     assert!(ok.body.contains("Your new API key"));
     // Another session's token is not this session's.
@@ -457,8 +471,14 @@ async fn the_key_is_shown_once(engine: Engine) {
     b.join(&app, &email()).await;
     let page = b.get("/dashboard/key").await;
     assert!(page.body.contains("Generate key"));
+    // Generating asks for the password first.
+    let confirm = b.get("/dashboard/key/generate").await;
+    assert!(confirm.body.contains(r#"name="password" type="password""#));
     let shown = b
-        .post("/dashboard/key/generate", &[("csrf", &page.csrf())])
+        .post(
+            "/dashboard/key/generate",
+            &[("csrf", &page.csrf()), ("password", PASSWORD)],
+        )
         .await;
     assert_eq!(shown.status, StatusCode::OK);
     assert_eq!(shown.headers.get("cache-control").unwrap(), "no-store");
@@ -496,13 +516,19 @@ async fn the_key_is_shown_once(engine: Engine) {
     let confirm = b.get("/dashboard/key/regenerate").await;
     assert!(confirm.body.contains("stops working at once"));
     let again = b
-        .post("/dashboard/key/regenerate", &[("csrf", &confirm.csrf())])
+        .post(
+            "/dashboard/key/regenerate",
+            &[("csrf", &confirm.csrf()), ("password", PASSWORD)],
+        )
         .await;
     assert_eq!(again.status, StatusCode::OK);
     assert_eq!(groups(key.clone()).await, StatusCode::UNAUTHORIZED);
     let confirm = b.get("/dashboard/key/revoke").await;
     let revoked = b
-        .post("/dashboard/key/revoke", &[("csrf", &confirm.csrf())])
+        .post(
+            "/dashboard/key/revoke",
+            &[("csrf", &confirm.csrf()), ("password", PASSWORD)],
+        )
         .await;
     assert_eq!(revoked.location(), "/dashboard/key?done=revoked");
     assert!(b.get("/dashboard/key").await.body.contains("Generate key"));
@@ -697,7 +723,12 @@ async fn groups_through_forms(engine: Engine) {
     assert_eq!(g.settings.access.allow_countries, ["US", "DE"]);
     assert!(g.settings.access.block_bots && g.settings.analytics.enabled);
     assert_eq!(g.settings.monetization.unwrap().interstitial_seconds, 5);
-    let rotated = b.post(&format!("{path}/rotate"), &[("csrf", &csrf)]).await;
+    let rotated = b
+        .post(
+            &format!("{path}/rotate"),
+            &[("csrf", &csrf), ("password", PASSWORD)],
+        )
+        .await;
     assert_eq!(rotated.location(), format!("{path}?done=rotated"));
     assert_ne!(app.db.group(Some(&account.id), &id).await.unwrap().key, key);
     assert!(
@@ -716,7 +747,12 @@ async fn groups_through_forms(engine: Engine) {
         .status,
         StatusCode::NOT_FOUND
     );
-    let deleted = b.post(&format!("{path}/delete"), &[("csrf", &csrf)]).await;
+    let deleted = b
+        .post(
+            &format!("{path}/delete"),
+            &[("csrf", &csrf), ("password", PASSWORD)],
+        )
+        .await;
     assert_eq!(deleted.location(), "/dashboard/groups?done=deleted");
     assert!(app.db.group(Some(&account.id), &id).await.is_err());
     // Sorted by name, case-insensitively.
@@ -783,7 +819,12 @@ async fn no_secret_reaches_the_log(engine: Engine) {
     let first_session = b.cookie.clone().unwrap();
     let page = b.get("/dashboard/key").await;
     let csrf = page.csrf();
-    let shown = b.post("/dashboard/key/generate", &[("csrf", &csrf)]).await;
+    let shown = b
+        .post(
+            "/dashboard/key/generate",
+            &[("csrf", &csrf), ("password", PASSWORD)],
+        )
+        .await;
     assert_eq!(shown.status, StatusCode::OK);
     b.post("/dashboard/sign-out", &[("csrf", &csrf)]).await;
     assert_eq!(

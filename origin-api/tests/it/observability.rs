@@ -5,7 +5,7 @@
 use crate::common::{Engine, FREE_ADDR, TestApp, TestDb, start_server_with};
 use serde_json::{Value, json};
 
-const SECRET: &str = "internal-secret-for-tests";
+const SECRET: &str = "internal-secret-for-tests-0123456789abcdef";
 
 /// The JSON log lines of target `access`.
 fn access_lines(log: &std::path::Path) -> Vec<Value> {

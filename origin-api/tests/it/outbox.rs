@@ -147,7 +147,7 @@ async fn every_change_enqueues_its_key(engine: Engine) {
     app.stop().await;
 }
 
-const SECRET: &str = "internal-test-secret-0123456789";
+const SECRET: &str = "internal-test-secret-0123456789abcdef";
 
 async fn internal_routes(engine: Engine) {
     let app = TestApp::with_settings(TestDb::new(engine).await, |s| {

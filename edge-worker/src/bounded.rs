@@ -1,0 +1,233 @@
+//! A map bounded in bytes, for what an isolate keeps from what visitors bring (opened tokens, redirect inits, the
+//! last good copies of records). An isolate has 128 MB for everything; a bound in entries alone does not hold when
+//! entries can be kilobytes each (a dynamic link's token is as long as its request allows), so each entry is
+//! charged an estimate of its size and the oldest entries leave once the total passes the budget.
+//!
+//! Oldest means first inserted (replacing an entry's value keeps its place): the maps hold what is cheap to get
+//! again (a decryption, a few header calls), so recency tracking on every hit would cost the hot path more than
+//! the rare re-creation of an evicted entry.
+//!
+//! Values are type-erased (`Box<dyn Any>`, read back with their type): the map's code exists once in the wasm
+//! rather than once per kind of value, which the upload's size (cold start) cares about; a read costs one type
+//! check.
+
+use std::any::Any;
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+
+/// What each entry costs besides its key and its value's estimate: the map's slot, the queue's, the `Rc`'s
+/// counts, allocator headers. An estimate, on the high side.
+pub const ENTRY_OVERHEAD_BYTES: usize = 96;
+
+#[derive(Debug)]
+struct Slot {
+    value: Box<dyn Any>,
+    /// The entry's charge: key, value estimate and [`ENTRY_OVERHEAD_BYTES`].
+    bytes: usize,
+    /// Its insertion number, to tell its place in `order` from a stale one (a key removed, then inserted again).
+    seq: u64,
+}
+
+/// A map from string keys to values (of any `'static` type, read back as that type), holding at most `budget`
+/// estimated bytes; past that the oldest entries go.
+#[derive(Debug)]
+pub struct BoundedMap {
+    entries: HashMap<Rc<str>, Slot>,
+    /// Keys in insertion order, with the insertion number they had; entries removed since stay until they reach
+    /// the front (skipped then) or the queue is compacted.
+    order: VecDeque<(Rc<str>, u64)>,
+    bytes: usize,
+    budget: usize,
+    next_seq: u64,
+}
+
+impl BoundedMap {
+    /// An empty map that holds at most `budget` bytes (estimated).
+    pub fn new(budget: usize) -> Self {
+        BoundedMap {
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+            bytes: 0,
+            budget,
+            next_seq: 0,
+        }
+    }
+
+    /// The value for `key`, if it is a `T`.
+    pub fn get<T: 'static>(&self, key: &str) -> Option<&T> {
+        self.entries.get(key)?.value.downcast_ref()
+    }
+
+    /// Stores `value` for `key`, charged `value_bytes` (plus the key and [`ENTRY_OVERHEAD_BYTES`]), then evicts the
+    /// oldest entries until the map is within its budget. An entry larger than the whole budget is not stored
+    /// (and an older value for the key goes): keeping it would mean evicting everything else for it. Returns
+    /// whether it was stored.
+    pub fn insert<T: 'static>(&mut self, key: &str, value: T, value_bytes: usize) -> bool {
+        self.insert_any(key, Box::new(value), value_bytes)
+    }
+
+    fn insert_any(&mut self, key: &str, value: Box<dyn Any>, value_bytes: usize) -> bool {
+        let bytes = key
+            .len()
+            .saturating_add(value_bytes)
+            .saturating_add(ENTRY_OVERHEAD_BYTES);
+        if bytes > self.budget {
+            self.remove(key);
+            return false;
+        }
+        if let Some(slot) = self.entries.get_mut(key) {
+            self.bytes = self.bytes - slot.bytes + bytes;
+            slot.value = value;
+            slot.bytes = bytes;
+        } else {
+            let key: Rc<str> = Rc::from(key);
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            self.order.push_back((key.clone(), seq));
+            self.entries.insert(key, Slot { value, bytes, seq });
+            self.bytes += bytes;
+        }
+        self.evict();
+        true
+    }
+
+    /// Forgets `key`; whether it was there.
+    pub fn remove(&mut self, key: &str) -> bool {
+        let Some(slot) = self.entries.remove(key) else {
+            return false;
+        };
+        self.bytes -= slot.bytes;
+        // Its place in `order` stays until it reaches the front; keep the queue from filling with such places.
+        if self.order.len() > 2 * self.entries.len() + 16 {
+            let entries = &self.entries;
+            self.order
+                .retain(|(key, seq)| entries.get(key).is_some_and(|slot| slot.seq == *seq));
+        }
+        true
+    }
+
+    /// Drops the oldest entries until the total is within the budget.
+    fn evict(&mut self) {
+        while self.bytes > self.budget {
+            let Some((key, seq)) = self.order.pop_front() else {
+                break;
+            };
+            if self.entries.get(&key).is_some_and(|slot| slot.seq == seq)
+                && let Some(slot) = self.entries.remove(&key)
+            {
+                self.bytes -= slot.bytes;
+            }
+        }
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.order.clear();
+        self.bytes = 0;
+    }
+
+    /// The estimated bytes held, at most the budget.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the map holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The values that are `T`s, in no particular order (for tests and counts).
+    pub fn values<T: 'static>(&self) -> impl Iterator<Item = &T> {
+        self.entries
+            .values()
+            .filter_map(|slot| slot.value.downcast_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KB: usize = 1024;
+
+    #[test]
+    fn filled_past_its_budget_it_keeps_the_newest() {
+        let mut map = BoundedMap::new(100 * KB);
+        let charge = |key: &str| key.len() + KB + ENTRY_OVERHEAD_BYTES;
+        for i in 0..1_000usize {
+            assert!(map.insert(&format!("k{i}"), i, KB));
+            assert!(map.bytes() <= map.budget(), "after {i}: {}", map.bytes());
+        }
+        let kept = map.len();
+        assert!(kept > 80 && kept < 100, "{kept} entries of about 1 KB");
+        // The newest are kept, the oldest went first.
+        for i in 1_000 - kept..1_000 {
+            assert_eq!(map.get::<usize>(&format!("k{i}")), Some(&i));
+        }
+        assert_eq!(map.get::<usize>("k0"), None);
+        assert_eq!(map.get::<usize>(&format!("k{}", 999 - kept)), None);
+        assert_eq!(map.values::<usize>().count(), kept);
+        let total: usize = (1_000 - kept..1_000)
+            .map(|i| charge(&format!("k{i}")))
+            .sum();
+        assert_eq!(map.bytes(), total, "the accounting is exact");
+    }
+
+    #[test]
+    fn replacing_and_removing_keep_the_accounting() {
+        let mut map = BoundedMap::new(10 * KB);
+        map.insert("a", 1, 100);
+        map.insert("b", 2, 100);
+        let two = map.bytes();
+        map.insert("a", 3, 1_000);
+        assert_eq!(map.bytes(), two + 900);
+        assert_eq!(map.get::<i32>("a"), Some(&3));
+        assert_eq!(map.get::<u8>("a"), None, "read back as its own type only");
+        assert!(map.remove("a"));
+        assert!(!map.remove("a"));
+        assert_eq!(map.bytes(), 100 + 1 + ENTRY_OVERHEAD_BYTES);
+        // Removed then inserted again: its old place in the queue is not taken for the new entry's.
+        map.insert("a", 4, 100);
+        for i in 0..20 {
+            map.insert(&format!("fill{i}"), 0, 400);
+        }
+        assert!(map.bytes() <= 10 * KB);
+        assert_eq!(map.get::<i32>("b"), None, "the oldest went");
+        map.clear();
+        assert!(map.is_empty());
+        assert_eq!(map.bytes(), 0);
+    }
+
+    #[test]
+    fn an_entry_larger_than_the_budget_is_not_kept() {
+        let mut map = BoundedMap::new(KB);
+        assert!(map.insert("small", 1, 10));
+        assert!(!map.insert("huge", 2, 2 * KB));
+        assert_eq!(map.get::<i32>("huge"), None);
+        assert_eq!(map.get::<i32>("small"), Some(&1), "nothing evicted for it");
+        assert!(!map.insert("small", 3, 2 * KB));
+        assert_eq!(map.get::<i32>("small"), None, "its older value went too");
+        assert_eq!(map.bytes(), 0);
+    }
+
+    #[test]
+    fn removals_do_not_grow_the_queue() {
+        let mut map = BoundedMap::new(usize::MAX);
+        for round in 0..10_000 {
+            map.insert("k", round, 1);
+            map.remove("k");
+        }
+        assert!(map.order.len() <= 17, "{}", map.order.len());
+    }
+}
