@@ -2,7 +2,8 @@
 //! click-report batch and event ids older than [`BATCH_ID_DAYS`] are deleted at start and then every
 //! [`PRUNE_INTERVAL`], at most [`PRUNE_ROWS`] rows per statement so no statement holds the database for long.
 //! Statistics do not change: they come from the day counters, which are kept. The same round deletes the
-//! dashboard's dead rows: expired invitations and sessions, and password-check rows past the throttle's window.
+//! dashboard's dead rows (expired invitations and sessions, password-check rows past the throttle's window) and
+//! write-budget rows past their minute.
 //!
 //! Every origin process prunes; two doing it at once only delete the same old rows sooner.
 
@@ -32,6 +33,8 @@ pub struct Pruned {
     pub event_ids: u64,
     /// Expired invitations and sessions, and password-check rows out of the throttle's window.
     pub sign_in_rows: u64,
+    /// Write-budget rows out of their minute (a key that never writes again would keep its rows).
+    pub write_budget_rows: u64,
 }
 
 /// One round at `now`: raw clicks that happened more than `retention_days` days before `now` (a retention of 0
@@ -56,6 +59,7 @@ pub async fn prune(
         event_ids: drain(db, Aged::EventIds, before(BATCH_ID_DAYS), &keep_going).await?,
         // Bounded by what a day's sign-ins and sessions leave behind: one statement each.
         sign_in_rows: db.prune_web_auth(now).await?,
+        write_budget_rows: db.prune_write_budget(now.0).await?,
     })
 }
 
@@ -95,6 +99,7 @@ pub async fn run(
                     batch_ids = p.batch_ids,
                     event_ids = p.event_ids,
                     sign_in_rows = p.sign_in_rows,
+                    write_budget_rows = p.write_budget_rows,
                     "pruned old data"
                 );
             }

@@ -179,7 +179,7 @@ pub(crate) async fn create_group(
         .map(settings)
         .transpose()?
         .unwrap_or_default();
-    let limit = limits::charge(&state, &caller).await?;
+    let limit = state.limits.charge(&state.db, &caller).await?;
     let group = state
         .db
         .create_group_capped(
@@ -256,7 +256,7 @@ pub(crate) async fn update_group(
     JsonBody(body): JsonBody<UpdateGroupBody>,
 ) -> Result<Response, ApiError> {
     let settings = body.settings.as_ref().map(settings).transpose()?;
-    let limit = limits::charge(&state, &caller).await?;
+    let limit = state.limits.charge(&state.db, &caller).await?;
     let group = state
         .db
         .update_group(
@@ -303,7 +303,7 @@ pub(crate) async fn delete_group(
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
 ) -> Result<Response, ApiError> {
-    let limit = limits::charge(&state, &caller).await?;
+    let limit = state.limits.charge(&state.db, &caller).await?;
     let deleted = state
         .db
         .delete_group(Some(&caller.account_id), &id)
@@ -344,7 +344,7 @@ pub(crate) async fn rotate_key(
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
 ) -> Result<Response, ApiError> {
-    let limit = limits::charge(&state, &caller).await?;
+    let limit = state.limits.charge(&state.db, &caller).await?;
     let group = state
         .db
         .rotate_group_key(Some(&caller.account_id), &id)

@@ -4,9 +4,8 @@
 //! ([`charge`]) and answers through [`answer`], so every charged write carries the budget's headers.
 
 use super::error::{ApiError, rate_limit_headers};
-use super::state::AppState;
 use axum::response::{IntoResponse, Response};
-use shortlink_store::{AuthContext, RateLimitState, WriteCharge, WriteSubject};
+use shortlink_store::{AuthContext, Db, RateLimitState, WriteCharge, WriteSubject};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -53,21 +52,21 @@ impl RenderGate {
     }
 }
 
-/// Charges one management write to the caller's key; `429` when the key's budget for the last minute is spent.
-pub(crate) async fn charge(
-    state: &AppState,
-    caller: &AuthContext,
-) -> Result<RateLimitState, ApiError> {
-    match state
-        .db
-        .charge_write(
-            WriteSubject::ApiKey(&caller.key_id),
-            state.limits.writes_per_minute,
-        )
-        .await?
-    {
-        WriteCharge::Allowed(limit) => Ok(limit),
-        WriteCharge::Limited(limit) => Err(ApiError::WriteLimited(limit)),
+impl Limits {
+    /// Charges one management write to the caller's key; `429` when the key's budget for the last minute is spent.
+    /// (Takes the store rather than the application state, which holds these limits.)
+    pub(crate) async fn charge(
+        &self,
+        db: &Db,
+        caller: &AuthContext,
+    ) -> Result<RateLimitState, ApiError> {
+        match db
+            .charge_write(WriteSubject::ApiKey(&caller.key_id), self.writes_per_minute)
+            .await?
+        {
+            WriteCharge::Allowed(limit) => Ok(limit),
+            WriteCharge::Limited(limit) => Err(ApiError::WriteLimited(limit)),
+        }
     }
 }
 

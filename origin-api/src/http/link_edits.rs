@@ -129,7 +129,7 @@ pub(crate) async fn patch_link(
             .transpose()?,
         forward_query: body.forward_query,
     };
-    let limit = limits::charge(&state, &caller).await?;
+    let limit = state.limits.charge(&state.db, &caller).await?;
     let link = state
         .db
         .update_link(&caller.account_id, &id, &patch)
@@ -171,7 +171,7 @@ pub(crate) async fn delete_link(
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
 ) -> Result<Response, ApiError> {
-    let limit = limits::charge(&state, &caller).await?;
+    let limit = state.limits.charge(&state.db, &caller).await?;
     let deleted = state
         .db
         .delete_link(&caller.account_id, &id)

@@ -12,6 +12,7 @@ mod internal;
 mod limits;
 mod link_edits;
 mod links;
+mod metrics;
 mod observe;
 pub mod openapi;
 mod qr;
@@ -21,7 +22,7 @@ mod stats;
 pub use client_ip::IpRateLimiter;
 pub use error::{ApiError, ErrorBody, ErrorCode};
 pub use limits::{Limits, RenderGate};
-pub use observe::metrics_handle;
+pub use metrics::metrics_handle;
 pub use state::AppState;
 
 use axum::extract::State;
@@ -101,7 +102,7 @@ pub fn metrics_app(
     state: AppState,
     handle: metrics_exporter_prometheus::PrometheusHandle,
 ) -> Router {
-    observe::metrics_router(state, handle)
+    metrics::metrics_router(state, handle)
 }
 
 /// Bounds every request; a slow database becomes a clean 503 instead of a hung client.

@@ -1,20 +1,14 @@
 //! Seeing the origin at work (issue "Production"): a request id on every request and response, one access-log line
-//! per request, and Prometheus metrics on a listener of their own.
+//! per request, and the counters of events (the Prometheus listener that renders them is [`super::metrics`]).
 //!
 //! What is logged and labelled is the matched route (`/api/v1/external/links/{id}`), never the raw path or query:
 //! paths carry ids and short codes, queries may carry anything a client put there, and route labels keep the
 //! metrics' cardinality fixed. Headers are never logged (the `Authorization` header is a secret).
 
-use super::state::AppState;
-use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::sync::OnceLock;
-use std::sync::atomic::Ordering::Relaxed;
+use axum::response::Response;
 use std::time::Instant;
 use tracing::Instrument;
 
@@ -108,58 +102,4 @@ pub(crate) fn clicks_ingested(n: u64) {
 /// Counts click reports answered as duplicates (a batch id seen before: a redelivery).
 pub(crate) fn click_batch_duplicate() {
     metrics::counter!("click_batches_duplicate_total").increment(1);
-}
-
-/// Latency buckets of `http_request_duration_seconds`: from a cached read (sub-millisecond) to the 10 s bound.
-const LATENCY_BUCKETS: &[f64] = &[
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-];
-
-/// The process's one Prometheus recorder, installed the first time metrics are asked for (a recorder is global to
-/// the process: two servers in one test process share it).
-pub fn metrics_handle() -> Result<PrometheusHandle, String> {
-    static HANDLE: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    Matcher::Full("http_request_duration_seconds".to_owned()),
-                    LATENCY_BUCKETS,
-                )
-                .and_then(PrometheusBuilder::install_recorder)
-                .map_err(|e| e.to_string())
-        })
-        .clone()
-}
-
-/// The metrics listener's routes: `GET /metrics`.
-pub(crate) fn metrics_router(state: AppState, handle: PrometheusHandle) -> Router {
-    Router::new()
-        .route("/metrics", get(scrape))
-        .with_state((state, handle))
-}
-
-/// Reads the figures that are states rather than events (outbox, publisher, pool) at scrape time, then renders.
-async fn scrape(State((state, handle)): State<(AppState, PrometheusHandle)>) -> Response {
-    match state.db.outbox_lag().await {
-        Ok(lag) => {
-            metrics::gauge!("publisher_pending_rows").set(lag.pending as f64);
-            metrics::gauge!("publisher_oldest_age_seconds").set(lag.oldest_age_ms as f64 / 1000.0);
-            metrics::gauge!("database_up").set(1.0);
-        }
-        Err(_) => metrics::gauge!("database_up").set(0.0),
-    }
-    let stats = &state.publisher.stats;
-    metrics::counter!("publisher_published_keys_total").absolute(stats.published.load(Relaxed));
-    metrics::counter!("publisher_failed_rounds_total").absolute(stats.failures.load(Relaxed));
-    let pool = state.db.pool_use();
-    metrics::gauge!("database_pool_connections", "state" => "open").set(f64::from(pool.open));
-    metrics::gauge!("database_pool_connections", "state" => "idle").set(f64::from(pool.idle));
-    handle.run_upkeep();
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        handle.render(),
-    )
-        .into_response()
 }

@@ -726,7 +726,8 @@ async fn raw_events_expire_and_statistics_stay(engine: Engine) {
             clicks: 3 + 2,
             batch_ids: 0,
             event_ids: 0,
-            sign_in_rows: 0
+            sign_in_rows: 0,
+            write_budget_rows: 0
         }
     );
     assert_eq!(raw_clicks(&app).await, 1);
