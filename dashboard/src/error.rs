@@ -61,30 +61,18 @@ impl IntoResponse for DashboardError {
                 "This form sent more than the dashboard accepts. Go back and shorten what you typed.",
             ),
             Self::Store(StoreError::Busy { retry_after }) => {
-                let page = render(&ErrorPage {
-                    nav: None,
-                    title: "Try again in a moment",
-                    message: "Too many people are signing in or confirming passwords right now. Nothing was changed; try again in a few seconds.",
-                });
-                return (
-                    StatusCode::TOO_MANY_REQUESTS,
-                    [(header::RETRY_AFTER, retry_after.to_string())],
-                    page,
-                )
-                    .into_response();
+                return too_many(
+                    "Try again in a moment",
+                    "Too many people are signing in or confirming passwords right now. Nothing was changed; try again in a few seconds.",
+                    *retry_after,
+                );
             }
             Self::TooManyChanges { retry_after } => {
-                let page = render(&ErrorPage {
-                    nav: None,
-                    title: "Too many changes",
-                    message: "You made as many changes in the last minute as an account may. Nothing was changed; go back and try again in a minute.",
-                });
-                return (
-                    StatusCode::TOO_MANY_REQUESTS,
-                    [(header::RETRY_AFTER, retry_after.to_string())],
-                    page,
-                )
-                    .into_response();
+                return too_many(
+                    "Too many changes",
+                    "You made as many changes in the last minute as an account may. Nothing was changed; go back and try again in a minute.",
+                    *retry_after,
+                );
             }
             Self::Store(StoreError::Unavailable(_)) => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -111,4 +99,19 @@ impl IntoResponse for DashboardError {
         )
             .into_response()
     }
+}
+
+/// A 429 page that says when to come back (`Retry-After`, seconds).
+fn too_many(title: &'static str, message: &'static str, retry_after: i64) -> Response {
+    let page = render(&ErrorPage {
+        nav: None,
+        title,
+        message,
+    });
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, retry_after.to_string())],
+        page,
+    )
+        .into_response()
 }

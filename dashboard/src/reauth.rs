@@ -54,19 +54,21 @@ pub(crate) async fn confirm(
             "The password is wrong. Nothing was changed.".to_owned(),
         )),
         PasswordCheck::Throttled { retry_after } => {
-            let minutes = (retry_after + 59) / 60;
-            let mut r = refuse(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "Too many wrong passwords. Try again in {minutes} minute{}.",
-                    if minutes == 1 { "" } else { "s" }
-                ),
-            );
+            let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, throttled(retry_after));
             r.headers_mut()
                 .insert(header::RETRY_AFTER, retry_after.into());
             Some(r)
         }
     })
+}
+
+/// What a throttled password check says: when to try again, in whole minutes.
+pub(crate) fn throttled(retry_after: i64) -> String {
+    let minutes = (retry_after + 59) / 60;
+    format!(
+        "Too many wrong passwords. Try again in {minutes} minute{}.",
+        if minutes == 1 { "" } else { "s" }
+    )
 }
 
 impl ConfirmPage {

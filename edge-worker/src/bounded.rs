@@ -9,7 +9,8 @@
 //!
 //! Values are type-erased (`Box<dyn Any>`, read back with their type): the map's code exists once in the wasm
 //! rather than once per kind of value, which the upload's size (cold start) cares about; a read costs one type
-//! check.
+//! check. Entries leave only by eviction (or [`BoundedMap::clear`]): a caller that must forget a key stores a
+//! value saying so (the last good groups store `None`), so the insertion queue always holds exactly the map's keys.
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -24,8 +25,6 @@ struct Slot {
     value: Box<dyn Any>,
     /// The entry's charge: key, value estimate and [`ENTRY_OVERHEAD_BYTES`].
     bytes: usize,
-    /// Its insertion number, to tell its place in `order` from a stale one (a key removed, then inserted again).
-    seq: u64,
 }
 
 /// A map from string keys to values (of any `'static` type, read back as that type), holding at most `budget`
@@ -33,12 +32,10 @@ struct Slot {
 #[derive(Debug)]
 pub struct BoundedMap {
     entries: HashMap<Rc<str>, Slot>,
-    /// Keys in insertion order, with the insertion number they had; entries removed since stay until they reach
-    /// the front (skipped then) or the queue is compacted.
-    order: VecDeque<(Rc<str>, u64)>,
+    /// The keys of `entries`, oldest first.
+    order: VecDeque<Rc<str>>,
     bytes: usize,
     budget: usize,
-    next_seq: u64,
 }
 
 impl BoundedMap {
@@ -49,7 +46,6 @@ impl BoundedMap {
             order: VecDeque::new(),
             bytes: 0,
             budget,
-            next_seq: 0,
         }
     }
 
@@ -60,7 +56,7 @@ impl BoundedMap {
 
     /// Stores `value` for `key`, charged `value_bytes` (plus the key and [`ENTRY_OVERHEAD_BYTES`]), then evicts the
     /// oldest entries until the map is within its budget. An entry larger than the whole budget is not stored
-    /// (and an older value for the key goes): keeping it would mean evicting everything else for it. Returns
+    /// (keeping it would mean evicting everything else for it), and an older value for the key stays. Returns
     /// whether it was stored.
     pub fn insert<T: 'static>(&mut self, key: &str, value: T, value_bytes: usize) -> bool {
         self.insert_any(key, Box::new(value), value_bytes)
@@ -72,52 +68,27 @@ impl BoundedMap {
             .saturating_add(value_bytes)
             .saturating_add(ENTRY_OVERHEAD_BYTES);
         if bytes > self.budget {
-            self.remove(key);
             return false;
         }
         if let Some(slot) = self.entries.get_mut(key) {
             self.bytes = self.bytes - slot.bytes + bytes;
-            slot.value = value;
-            slot.bytes = bytes;
+            *slot = Slot { value, bytes };
         } else {
             let key: Rc<str> = Rc::from(key);
-            let seq = self.next_seq;
-            self.next_seq += 1;
-            self.order.push_back((key.clone(), seq));
-            self.entries.insert(key, Slot { value, bytes, seq });
+            self.order.push_back(key.clone());
+            self.entries.insert(key, Slot { value, bytes });
             self.bytes += bytes;
         }
-        self.evict();
-        true
-    }
-
-    /// Forgets `key`; whether it was there.
-    pub fn remove(&mut self, key: &str) -> bool {
-        let Some(slot) = self.entries.remove(key) else {
-            return false;
-        };
-        self.bytes -= slot.bytes;
-        // Its place in `order` stays until it reaches the front; keep the queue from filling with such places.
-        if self.order.len() > 2 * self.entries.len() + 16 {
-            let entries = &self.entries;
-            self.order
-                .retain(|(key, seq)| entries.get(key).is_some_and(|slot| slot.seq == *seq));
-        }
-        true
-    }
-
-    /// Drops the oldest entries until the total is within the budget.
-    fn evict(&mut self) {
+        // The oldest first, until within the budget (the entry just stored fits alone, so it stays).
         while self.bytes > self.budget {
-            let Some((key, seq)) = self.order.pop_front() else {
+            let Some(oldest) = self.order.pop_front() else {
                 break;
             };
-            if self.entries.get(&key).is_some_and(|slot| slot.seq == seq)
-                && let Some(slot) = self.entries.remove(&key)
-            {
+            if let Some(slot) = self.entries.remove(&oldest) {
                 self.bytes -= slot.bytes;
             }
         }
+        true
     }
 
     /// Forgets everything.
@@ -185,7 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn replacing_and_removing_keep_the_accounting() {
+    fn replacing_keeps_the_accounting_and_the_place() {
         let mut map = BoundedMap::new(10 * KB);
         map.insert("a", 1, 100);
         map.insert("b", 2, 100);
@@ -194,16 +165,16 @@ mod tests {
         assert_eq!(map.bytes(), two + 900);
         assert_eq!(map.get::<i32>("a"), Some(&3));
         assert_eq!(map.get::<u8>("a"), None, "read back as its own type only");
-        assert!(map.remove("a"));
-        assert!(!map.remove("a"));
-        assert_eq!(map.bytes(), 100 + 1 + ENTRY_OVERHEAD_BYTES);
-        // Removed then inserted again: its old place in the queue is not taken for the new entry's.
-        map.insert("a", 4, 100);
-        for i in 0..20 {
+        map.insert("a", None::<i32>, 0);
+        assert_eq!(map.get::<Option<i32>>("a"), Some(&None));
+        // "a" keeps its place (the oldest), so it goes first.
+        for i in 0..25 {
             map.insert(&format!("fill{i}"), 0, 400);
+            assert!(map.bytes() <= 10 * KB);
         }
-        assert!(map.bytes() <= 10 * KB);
-        assert_eq!(map.get::<i32>("b"), None, "the oldest went");
+        assert_eq!(map.get::<Option<i32>>("a"), None, "the oldest went");
+        assert_eq!(map.get::<i32>("b"), None);
+        assert_eq!(map.len(), map.order.len(), "the queue holds the map's keys");
         map.clear();
         assert!(map.is_empty());
         assert_eq!(map.bytes(), 0);
@@ -217,17 +188,7 @@ mod tests {
         assert_eq!(map.get::<i32>("huge"), None);
         assert_eq!(map.get::<i32>("small"), Some(&1), "nothing evicted for it");
         assert!(!map.insert("small", 3, 2 * KB));
-        assert_eq!(map.get::<i32>("small"), None, "its older value went too");
-        assert_eq!(map.bytes(), 0);
-    }
-
-    #[test]
-    fn removals_do_not_grow_the_queue() {
-        let mut map = BoundedMap::new(usize::MAX);
-        for round in 0..10_000 {
-            map.insert("k", round, 1);
-            map.remove("k");
-        }
-        assert!(map.order.len() <= 17, "{}", map.order.len());
+        assert_eq!(map.get::<i32>("small"), Some(&1), "its older value stays");
+        assert_eq!(map.len(), 1);
     }
 }

@@ -10,6 +10,9 @@
 //! and [`Worker::wait_for_log`] read it, and each line is also printed to the test's stderr (shown when a test fails
 //! or with `--nocapture`).
 //!
+//! With `KV_FAULTS=1` in [`Options::env`], [`Worker::fail_kv_reads`] makes the worker's KV reads of chosen keys fail
+//! (tests/support/serve-worker.mjs puts a test-only entry module in front of the worker's).
+//!
 //! [`origin`] runs the real origin (`origin-api serve`) next to it, for the propagation tests.
 //!
 //! Prerequisite: `scripts/install-edge-toolchain.sh`.

@@ -227,15 +227,11 @@ pub(crate) async fn change_password(
             "The current password is wrong.".to_owned(),
         ),
         PasswordCheck::Throttled { retry_after } => {
-            let minutes = (retry_after + 59) / 60;
             let mut r = (
                 StatusCode::TOO_MANY_REQUESTS,
                 render(&profile_page(
                     &user,
-                    Some(format!(
-                        "Too many wrong passwords. Try again in {minutes} minute{}.",
-                        if minutes == 1 { "" } else { "s" }
-                    )),
+                    Some(crate::reauth::throttled(retry_after)),
                     None,
                 )),
             )

@@ -96,8 +96,9 @@ thread_local! {
     ///
     /// The blocklist of the last successful read; `None` until the isolate's first.
     static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<DomainBlocklist>>> = const { RefCell::new(None) };
-    /// By KV key (`group:<id>`), the `Rc<Group>`s KV last had; within [`config::LAST_GOOD_GROUPS_BUDGET_BYTES`],
-    /// the oldest going first (a group evicted here falls back on a failed read, as one never read does).
+    /// By KV key (`group:<id>`), what KV last had: `Some(Rc<Group>)`, or `None` for a group found absent or
+    /// deleted (no earlier copy may serve then); within [`config::LAST_GOOD_GROUPS_BUDGET_BYTES`], the oldest going
+    /// first (a group evicted here falls back on a failed read, as one never read does).
     static LAST_GOOD_GROUPS: RefCell<BoundedMap> =
         RefCell::new(BoundedMap::new(config::LAST_GOOD_GROUPS_BUDGET_BYTES));
     /// `kv_read_failed` lines: at most one a minute per isolate (a failing KV fails every request).
@@ -110,15 +111,23 @@ fn remember(key: &str, entry: &Cached) {
         Cached::Blocklist(list) if key == BLOCKLIST_KEY => {
             LAST_GOOD_BLOCKLIST.with(|b| *b.borrow_mut() = Some(list.clone()));
         }
-        Cached::Group(Some(group)) if key.starts_with("group:") => LAST_GOOD_GROUPS.with(|g| {
-            g.borrow_mut()
-                .insert(key, group.clone(), group.approx_bytes());
-        }),
-        Cached::Group(None) if key.starts_with("group:") => LAST_GOOD_GROUPS.with(|g| {
-            g.borrow_mut().remove(key);
-        }),
+        Cached::Group(group) if key.starts_with("group:") => {
+            forget_or_keep_group(key, group.clone())
+        }
         _ => {}
     }
+}
+
+/// Makes `group` the last good copy of the group at `key` (`None`: there is none, the group is gone).
+fn forget_or_keep_group(key: &str, group: Option<Rc<Group>>) {
+    let bytes = group.as_deref().map_or(0, Group::approx_bytes);
+    LAST_GOOD_GROUPS.with(|g| {
+        let mut groups = g.borrow_mut();
+        // A record too large to keep must not leave an older copy behind it either.
+        if !groups.insert(key, group, bytes) {
+            groups.insert(key, None::<Rc<Group>>, 0);
+        }
+    });
 }
 
 /// Sets the isolate cache's TTL (from the isolate's configuration, on its first request).
@@ -134,8 +143,8 @@ pub(super) fn synced(keys: &[&str], deleted: &[&str]) {
     for key in deleted {
         if *key == BLOCKLIST_KEY {
             LAST_GOOD_BLOCKLIST.with(|b| *b.borrow_mut() = Some(Rc::default()));
-        } else {
-            LAST_GOOD_GROUPS.with(|g| g.borrow_mut().remove(key));
+        } else if key.starts_with("group:") {
+            forget_or_keep_group(key, None);
         }
     }
     CACHE.with(|c| {
@@ -505,7 +514,8 @@ impl<'a> Records<'a> {
             Some(Cached::Group(Some(group))) => GroupRead::Found(group),
             Some(_) => GroupRead::Absent,
             None => LAST_GOOD_GROUPS
-                .with(|g| g.borrow().get::<Rc<Group>>(&key).cloned())
+                .with(|g| g.borrow().get::<Option<Rc<Group>>>(&key).cloned())
+                .flatten()
                 .map_or(GroupRead::Unavailable, GroupRead::Found),
         }
     }
