@@ -2,7 +2,9 @@
 //!
 //! The shell reads the records (through the isolate cache), calls [`decide_persistent`] or [`decide_dynamic`],
 //! resolves a fallback with [`domain_fallback`] only when the outcome needs one (so a hot link never reads its
-//! domain record), and turns the result into a response with [`crate::reply`].
+//! domain record nor checks a fallback against the blocklist), and turns the result into a response with
+//! [`crate::reply`]. No fallback whose host is on the blocklist is ever used ([`usable_fallback`]): the group's
+//! falls through to the domain's, the domain's to the default, and with none left the visitor gets a `404`.
 
 use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord};
 use std::cell::{Cell, RefCell};
@@ -173,8 +175,8 @@ pub enum FallbackReason {
     UnknownGroup,
     /// The token was rejected; the string is [`shared_crypto::TokenError::reason`].
     Token(&'static str),
-    /// A record the decision must check could not be read (a KV error) and the isolate holds no earlier copy of
-    /// it: a persistent link's group (its access rules, interstitial and analytics would be skipped), or the
+    /// A record the decision must check could not be read (a KV error, or the origin failing to give a link's group
+    /// KV lacks) and the isolate holds no earlier copy of it: a persistent link's group (its access rules, interstitial and analytics would be skipped), or the
     /// blocklist for a dynamic link (whose destination nobody else checked). Safer to send the visitor nowhere
     /// than past a check.
     Unavailable,
@@ -187,7 +189,8 @@ pub enum LinkGroup<'a> {
     Rules(&'a GroupSettings),
     /// KV has no usable record for the group (a successful read), nor the origin: the link redirects without rules.
     Absent,
-    /// The group's record could not be read and the isolate has no earlier copy: the visitor gets the fallback
+    /// The group's record could not be read (from KV, or from the origin when KV lacks it) and the isolate has no
+    /// earlier copy: the visitor gets the fallback
     /// rather than a redirect past rules that may exist.
     Unavailable,
 }
@@ -213,7 +216,8 @@ pub enum Outcome {
     },
     /// Refused by the group's access rules: `302` to `access_fallback` when usable, else the domain's fallback.
     Blocked {
-        /// The group's `access.fallback_url`, already checked by [`location`].
+        /// The group's `access.fallback_url`, already checked by [`usable_fallback`] (a usable URL whose host is
+        /// not on the blocklist).
         access_fallback: Option<String>,
     },
     /// `302` to the domain's fallback.
@@ -289,7 +293,7 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
         Some(query) if link.forward_query => forward_query(&destination, query),
         _ => destination,
     };
-    apply_group_rules(destination, group, visitor)
+    apply_group_rules(destination, group, visitor, blocklist)
 }
 
 /// `GET /e/<group_id>?signature=<token>`, in spec 4.5's order: an enabled domain, the token decrypted with the
@@ -325,7 +329,7 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
     let Some(destination) = location(&redirect) else {
         return Decision::fallback(FallbackReason::Token("destination"));
     };
-    apply_group_rules(destination, Some(&group.settings), visitor)
+    apply_group_rules(destination, Some(&group.settings), visitor, Some(blocklist))
 }
 
 /// Until when (UNIX ms) a redirect decided from cached records stays the answer to the same request: the earliest
@@ -354,11 +358,13 @@ pub fn needs_visitor(settings: Option<&GroupSettings>) -> bool {
     })
 }
 
-/// Access rules, then monetization. Bots never see the interstitial: they either are blocked or go straight on.
-fn apply_group_rules(
+/// Access rules, then monetization. Bots never see the interstitial: they either are blocked or go straight on. A
+/// blocked visitor's `access.fallback_url` is kept only when [`usable_fallback`] under `blocklist`.
+fn apply_group_rules<B: Blocklist + ?Sized>(
     destination: String,
     settings: Option<&GroupSettings>,
     visitor: &Visitor,
+    blocklist: Option<&B>,
 ) -> Decision {
     let Some(settings) = settings else {
         return Decision {
@@ -375,7 +381,7 @@ fn apply_group_rules(
     ) && !(access.block_bots && bot);
     let outcome = if !allowed {
         Outcome::Blocked {
-            access_fallback: access.fallback_url.as_deref().and_then(location),
+            access_fallback: usable_fallback(access.fallback_url.as_deref(), blocklist),
         }
     } else {
         match &settings.monetization {
@@ -392,12 +398,31 @@ fn apply_group_rules(
     }
 }
 
-/// The domain's fallback URL: its own `fallback_url`, else the worker's default. `None` when neither is usable.
-pub fn domain_fallback(domain: Option<&DomainRecord>, default: Option<&str>) -> Option<String> {
-    domain
-        .and_then(|d| d.fallback_url.as_deref())
-        .and_then(location)
-        .or_else(|| default.and_then(location))
+/// The domain's fallback URL: its own `fallback_url`, else the worker's default (`DEFAULT_FALLBACK_URL`), each only
+/// when [`usable_fallback`] under `blocklist`. `None` when neither is (the visitor gets a `404`).
+pub fn domain_fallback<B: Blocklist + ?Sized>(
+    domain: Option<&DomainRecord>,
+    default: Option<&str>,
+    blocklist: Option<&B>,
+) -> Option<String> {
+    usable_fallback(domain.and_then(|d| d.fallback_url.as_deref()), blocklist)
+        .or_else(|| usable_fallback(default, blocklist))
+}
+
+/// `url` as a fallback's `Location` ([`location`]), unless its host (or a parent domain) is on the blocklist, or its
+/// host cannot be read to check it: the edge never redirects to a blocked host, from any path. The origin refuses a
+/// blocked fallback when it is saved; this catches a domain blocked since, and records written before.
+/// `blocklist` is `None` when no blocklist was ever read in this isolate: fallbacks are then used as they are,
+/// since the origin checked them when they were saved (as a persistent link's destination, [`decide_persistent`]).
+/// Never on the hot path: only a visitor already going to a fallback gets here.
+pub fn usable_fallback<B: Blocklist + ?Sized>(
+    url: Option<&str>,
+    blocklist: Option<&B>,
+) -> Option<String> {
+    let url = location(url?)?;
+    let blocked =
+        blocklist.is_some_and(|b| extract_host(&url).map_or(true, |host| b.is_blocked(host)));
+    (!blocked).then_some(url)
 }
 
 /// `url` as a `Location` header value, or `None` when it is not an absolute `http(s)` URL.
@@ -1073,15 +1098,123 @@ mod tests {
         let none = DomainRecord::new(true, None);
         let bad = DomainRecord::new(true, Some("ftp://x".into()));
         let default = Some("https://default.example/");
+        let list = Some(&blocklist());
         assert_eq!(
-            domain_fallback(Some(&own), default).as_deref(),
+            domain_fallback(Some(&own), default, list).as_deref(),
             Some("https://own.example/")
         );
-        assert_eq!(domain_fallback(Some(&none), default).as_deref(), default);
-        assert_eq!(domain_fallback(Some(&bad), default).as_deref(), default);
-        assert_eq!(domain_fallback(None, default).as_deref(), default);
-        assert_eq!(domain_fallback(None, None), None);
-        assert_eq!(domain_fallback(None, Some("")), None);
+        assert_eq!(
+            domain_fallback(Some(&none), default, list).as_deref(),
+            default
+        );
+        assert_eq!(
+            domain_fallback(Some(&bad), default, list).as_deref(),
+            default
+        );
+        assert_eq!(domain_fallback(None, default, list).as_deref(), default);
+        assert_eq!(domain_fallback(None, None, list), None);
+        assert_eq!(domain_fallback(None, Some(""), list), None);
+    }
+
+    /// The edge never redirects to a blocked host, from any path: the group's fallback falls through to the
+    /// domain's, the domain's to the default, and with none left there is none (a `404`).
+    #[test]
+    fn blocked_fallbacks_fall_through() {
+        let link = LinkRecord::new("https://dest.example/", "g", true);
+        let mut settings = rules();
+        settings.access.fallback_url = Some("https://promo.partner.example/blocked".into());
+        let domain = DomainRecord::new(true, Some("https://own.example/".into()));
+        let default = Some("https://default.example/");
+        let list = |domains: &[&str]| -> DomainBlocklist { domains.iter().collect() };
+        // What a visitor the group's rules block ends at, under `blocklist`.
+        let ends_at = |blocklist: Option<&DomainBlocklist>| {
+            let d = decide_persistent(
+                Some(&link),
+                LinkGroup::Rules(&settings),
+                blocklist,
+                &human("RU"),
+                None,
+                NOW_MS,
+            );
+            let Outcome::Blocked { access_fallback } = d.outcome else {
+                panic!("blocked by the rules: {:?}", d.outcome);
+            };
+            access_fallback.or_else(|| domain_fallback(Some(&domain), default, blocklist))
+        };
+        // Nothing blocked: the group's own fallback.
+        let nothing = list(&[]);
+        assert_eq!(
+            ends_at(Some(&nothing)).as_deref(),
+            Some("https://promo.partner.example/blocked")
+        );
+        // The group's fallback is blocked through a parent domain: the domain's fallback.
+        let partner = list(&["partner.example"]);
+        assert_eq!(
+            ends_at(Some(&partner)).as_deref(),
+            Some("https://own.example/")
+        );
+        // Its host itself, in any case: the same.
+        let exact = list(&["PROMO.partner.example."]);
+        assert_eq!(
+            ends_at(Some(&exact)).as_deref(),
+            Some("https://own.example/")
+        );
+        // The domain's too: the platform default.
+        let both = list(&["partner.example", "own.example"]);
+        assert_eq!(ends_at(Some(&both)).as_deref(), default);
+        // All three: none (the shell answers 404).
+        let all = list(&["partner.example", "own.example", "default.example"]);
+        assert_eq!(ends_at(Some(&all)), None);
+        // A blocked parent of the default's host blocks it too; a look-alike does not.
+        assert_eq!(
+            domain_fallback(None, Some("https://www.default.example/x"), Some(&all)),
+            None
+        );
+        assert_eq!(
+            domain_fallback(None, Some("https://notdefault.example/"), Some(&all)).as_deref(),
+            Some("https://notdefault.example/")
+        );
+        // No blocklist ever read in the isolate: fallbacks as they are (the origin checked them when saved).
+        assert_eq!(
+            ends_at(None).as_deref(),
+            Some("https://promo.partner.example/blocked")
+        );
+        assert_eq!(
+            domain_fallback(Some(&domain), default, None::<&DomainBlocklist>).as_deref(),
+            Some("https://own.example/")
+        );
+        // A fallback whose host cannot be read cannot be checked: skipped when a blocklist is known.
+        let unreadable = DomainRecord::new(true, Some("https://own.example:99999/".into()));
+        assert_eq!(
+            domain_fallback(Some(&unreadable), default, Some(&nothing)).as_deref(),
+            default
+        );
+        // Dynamic links: the same rule for the group's fallback.
+        let g = group(settings.clone());
+        let t = token(&Payload::new("https://dest.example/"));
+        let blocked_by_rules = |blocklist: &DomainBlocklist| {
+            decide_dynamic(
+                Some(&enabled()),
+                Some(&g),
+                Some(&t),
+                Some(blocklist),
+                &human("RU"),
+                NOW,
+            )
+            .outcome
+        };
+        assert_eq!(
+            blocked_by_rules(&partner),
+            Outcome::Blocked {
+                access_fallback: None
+            }
+        );
+        assert_eq!(
+            blocked_by_rules(&nothing),
+            Outcome::Blocked {
+                access_fallback: Some("https://promo.partner.example/blocked".into())
+            }
+        );
     }
 
     #[test]

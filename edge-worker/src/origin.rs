@@ -6,7 +6,7 @@
 //!   group's record), `404` unknown.
 //! - `POST {ORIGIN_URL}/internal/v1/clicks` with `{"events":[…]}` → `200 {"stored":n}`.
 
-use kv_model::ResolvedLink;
+use kv_model::{GroupRecord, ResolvedLink};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 /// How long a visitor may wait for the origin on a KV miss before getting the fallback. Short: the origin is only
@@ -124,6 +124,18 @@ pub fn lookup_answer(answer: Result<(u16, &str), Failure>) -> Lookup {
     }
 }
 
+/// A link's group in the origin's answer, for a link whose group KV does not have: `Ok(Some(record))`; `Ok(None)`
+/// when the origin has none (a `404`, or an answer without a group: the link redirects without rules, as when KV
+/// has none); `Err` when the origin failed (timeout, 5xx, no connection, a body that is not a record), which is not
+/// an absence: the isolate's last good copy of the group, else the fallback, never a redirect past its rules.
+pub fn link_group(lookup: Lookup) -> Result<Option<GroupRecord>, Failure> {
+    match lookup {
+        Lookup::Found(resolved) => Ok(resolved.group),
+        Lookup::NotFound => Ok(None),
+        Lookup::Failed(failure) => Err(failure),
+    }
+}
+
 /// What to do with a batch of click events after posting it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
@@ -221,6 +233,32 @@ mod tests {
             (Ok((503, "")), Failure::Status(503)),
         ] {
             assert_eq!(lookup_answer(answer), Lookup::Failed(failure), "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn a_link_group_from_the_origin() {
+        let with_group = r#"{"v":1,"long_url":"https://d.example/","group_id":"g","is_active":true,
+            "group":{"v":1,"key":"k","settings":{}}}"#;
+        let group = link_group(lookup_answer(Ok((200, with_group))));
+        assert_eq!(group.map(|g| g.map(|g| g.key)), Ok(Some("k".into())));
+        let without = r#"{"v":1,"long_url":"https://d.example/","group_id":"g","is_active":true}"#;
+        // The origin has no group for it: no rules, as when KV has none.
+        assert_eq!(link_group(lookup_answer(Ok((200, without)))), Ok(None));
+        assert_eq!(link_group(lookup_answer(Ok((404, "")))), Ok(None));
+        // A failure is not an absence: the caller uses the last good copy, else the fallback.
+        for (answer, failure) in [
+            (Err(Failure::Timeout), Failure::Timeout),
+            (Err(Failure::Transport), Failure::Transport),
+            (Ok((503, "")), Failure::Status(503)),
+            (Ok((500, without)), Failure::Status(500)),
+            (Ok((200, "<html>")), Failure::InvalidBody),
+        ] {
+            assert_eq!(
+                link_group(lookup_answer(answer)),
+                Err(failure),
+                "{answer:?}"
+            );
         }
     }
 

@@ -221,10 +221,7 @@ impl Visit<'_> {
     /// [`GroupRead::Unavailable`], and the visitor falls back rather than skip its rules.
     async fn link_group(&self, host: &str, code: &str, group_id: &str) -> GroupRead {
         match self.records.group(group_id).await {
-            GroupRead::Absent => match self.records.group_from_origin(host, code, group_id).await {
-                Some(group) => GroupRead::Found(group),
-                None => GroupRead::Absent,
-            },
+            GroupRead::Absent => self.records.group_from_origin(host, code, group_id).await,
             read => read,
         }
     }
@@ -269,14 +266,21 @@ impl Visit<'_> {
         }
     }
 
-    /// The domain's fallback (its record's URL, else the configured default).
+    /// The domain's fallback (its record's URL, else the configured default), neither on the blocklist.
     async fn fallback(&self) -> Page {
-        let domain = match &self.host {
-            Some(host) => self.records.domain(host).await,
-            None => None,
+        let domain = async {
+            match &self.host {
+                Some(host) => self.records.domain(host).await,
+                None => None,
+            }
         };
-        match decision::domain_fallback(domain.as_deref(), self.config.default_fallback.as_deref())
-        {
+        // Read together: one round of KV reads on a cold isolate. The blocklist is cached like any record.
+        let (domain, blocklist) = join(domain, self.records.blocklist()).await;
+        match decision::domain_fallback(
+            domain.as_deref(),
+            self.config.default_fallback.as_deref(),
+            blocklist.as_deref(),
+        ) {
             Some(url) => Page::Fallback(url),
             None => Page::NoFallback,
         }

@@ -7,7 +7,6 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
-use kv_model::ResolvedLink;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
 
@@ -26,13 +25,9 @@ pub(super) fn buffer_click(event: ClickEvent) {
     CLICKS.with(|b| b.borrow_mut().push(event));
 }
 
-/// Asks the origin for a link KV does not have (and its group). `None` when it does not know the link, or gave no
-/// usable answer (logged: a wrong `ORIGIN_SECRET` shows up here as status 401).
-pub(super) async fn link_from_origin(
-    origin: &Origin,
-    host: &str,
-    code: &str,
-) -> Option<ResolvedLink> {
+/// Asks the origin for a link KV does not have (and its group). A lookup without a usable answer is logged (a wrong
+/// `ORIGIN_SECRET` shows up here as status 401).
+pub(super) async fn link_from_origin(origin: &Origin, host: &str, code: &str) -> Lookup {
     let answer = origin_call(
         Method::Get,
         &origin.link_url(host, code),
@@ -41,19 +36,16 @@ pub(super) async fn link_from_origin(
         origin::LOOKUP_TIMEOUT_MS,
     )
     .await;
-    match origin::lookup_answer(
+    let lookup = origin::lookup_answer(
         answer
             .as_ref()
             .map(|(s, b)| (*s, b.as_str()))
             .map_err(|f| *f),
-    ) {
-        Lookup::Found(resolved) => Some(resolved),
-        Lookup::NotFound => None,
-        Lookup::Failed(failure) => {
-            emit(log::origin_lookup_failed(host, code, failure));
-            None
-        }
+    );
+    if let Lookup::Failed(failure) = lookup {
+        emit(log::origin_lookup_failed(host, code, failure));
     }
+    lookup
 }
 
 /// Reports the isolate's buffered click events until none are left, unless another request's flush is already

@@ -24,7 +24,7 @@ use crate::config;
 use crate::decision::Group;
 use crate::loads::{Loads, Ticket, Wait, WaitStep};
 use crate::log::{self, KvWrite, Throttle, Via};
-use crate::origin::{self, Origin};
+use crate::origin::{self, Lookup, Origin};
 
 /// A cached KV record, parsed once per isolate. `None` inside means "absent or unusable" and is cached too.
 #[derive(Clone)]
@@ -33,6 +33,9 @@ enum Cached {
     Group(Option<Rc<Group>>),
     Domain(Option<Rc<DomainRecord>>),
     Blocklist(Rc<DomainBlocklist>),
+    /// The origin failed to answer for a link's group: for the TTL, the last good copy or the fallback, without
+    /// asking again (a failing origin costs one slow visitor, not all).
+    OriginFailed,
 }
 
 /// What one load of a KV key produced.
@@ -96,8 +99,9 @@ thread_local! {
     ///
     /// The blocklist of the last successful read; `None` until the isolate's first.
     static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<DomainBlocklist>>> = const { RefCell::new(None) };
-    /// By KV key (`group:<id>`), what KV last had: `Some(Rc<Group>)`, or `None` for a group found absent or
-    /// deleted (no earlier copy may serve then); within [`config::LAST_GOOD_GROUPS_BUDGET_BYTES`], the oldest going
+    /// By KV key (`group:<id>`), what KV last had, and by [`origin_group_key`] what the origin last gave for a link
+    /// whose group KV lacks: `Some(Rc<Group>)`, or `None` for a group found absent or deleted (no earlier copy may
+    /// serve then); within [`config::LAST_GOOD_GROUPS_BUDGET_BYTES`], the oldest going
     /// first (a group evicted here falls back on a failed read, as one never read does).
     static LAST_GOOD_GROUPS: RefCell<BoundedMap> =
         RefCell::new(BoundedMap::new(config::LAST_GOOD_GROUPS_BUDGET_BYTES));
@@ -105,17 +109,24 @@ thread_local! {
     static KV_READ_LOG: RefCell<Throttle> = const { RefCell::new(Throttle::new()) };
 }
 
-/// A load that read `key` from KV succeeded with `entry`: it is the last good copy now.
+/// A load that read `key` from KV (or the origin) succeeded with `entry`: it is the last good copy now. A group is
+/// kept under its key, KV's (`group:<id>`) or the origin's ([`origin_group_key`]), so neither stands for the other.
 fn remember(key: &str, entry: &Cached) {
     match entry {
         Cached::Blocklist(list) if key == BLOCKLIST_KEY => {
             LAST_GOOD_BLOCKLIST.with(|b| *b.borrow_mut() = Some(list.clone()));
         }
-        Cached::Group(group) if key.starts_with("group:") => {
-            forget_or_keep_group(key, group.clone())
-        }
+        Cached::Group(group) => forget_or_keep_group(key, group.clone()),
         _ => {}
     }
+}
+
+/// The last good copy of the group at `key`: found, else unavailable (never read, or gone).
+fn last_good_group(key: &str) -> GroupRead {
+    LAST_GOOD_GROUPS
+        .with(|g| g.borrow().get::<Option<Rc<Group>>>(key).cloned())
+        .flatten()
+        .map_or(GroupRead::Unavailable, GroupRead::Found)
 }
 
 /// Makes `group` the last good copy of the group at `key` (`None`: there is none, the group is gone).
@@ -143,8 +154,9 @@ pub(super) fn synced(keys: &[&str], deleted: &[&str]) {
     for key in deleted {
         if *key == BLOCKLIST_KEY {
             LAST_GOOD_BLOCKLIST.with(|b| *b.borrow_mut() = Some(Rc::default()));
-        } else if key.starts_with("group:") {
+        } else if let Some(group_id) = key.strip_prefix("group:") {
             forget_or_keep_group(key, None);
+            forget_or_keep_group(&origin_group_key(group_id), None);
         }
     }
     CACHE.with(|c| {
@@ -195,6 +207,7 @@ async fn load(key: &str, load: impl Future<Output = Loaded>) -> Loaded {
             let mut cache = c.borrow_mut();
             cache.insert(key.to_owned(), entry.clone(), now_ms);
             if let Some((key, entry)) = &loaded.also {
+                remember(key, entry);
                 cache.insert(key.clone(), entry.clone(), now_ms);
             }
         });
@@ -450,7 +463,7 @@ impl<'a> Records<'a> {
                     // origin one lookup per isolate per TTL, not one per request, and a failing origin one slow
                     // visitor, not all.
                     (None, Some(origin)) => match link_from_origin(&origin, &host, &code).await {
-                        Some(resolved) => {
+                        Lookup::Found(resolved) => {
                             let record = Rc::new(resolved.link());
                             // The group may be as new as the link: keep the origin's copy for the rules.
                             let also = resolved.group.map(|g| {
@@ -462,7 +475,7 @@ impl<'a> Records<'a> {
                                 also,
                             }
                         }
-                        None => Loaded::entry(Cached::Link(None)),
+                        _ => Loaded::entry(Cached::Link(None)),
                     },
                     (None, None) => Loaded::entry(Cached::Link(None)),
                 }
@@ -476,27 +489,33 @@ impl<'a> Records<'a> {
 
     /// The group of an active persistent link when KV has no usable `group:<id>` (a group created with the link,
     /// seconds ago, not yet published or not yet visible at this location): the origin's copy, from the same
-    /// lookup as a link KV lacks, so the group's rules apply from the first visit. `None` without an origin, or
-    /// when it does not answer (cached like a KV miss: one lookup per isolate per TTL).
+    /// lookup as a link KV lacks, so the group's rules apply from the first visit. Absent without an origin, or
+    /// when the origin has no group for the link (a `404`). When the origin fails (timeout, 5xx, no connection),
+    /// the last copy it gave, however old, else unavailable (the visitor gets the fallback), as for a failed KV
+    /// read. Either answer is cached for the TTL: one lookup per isolate per TTL.
     pub(super) async fn group_from_origin(
         &self,
         host: &str,
         code: &str,
         group_id: &str,
-    ) -> Option<Rc<Group>> {
-        let origin = self.origin.clone()?;
+    ) -> GroupRead {
+        let Some(origin) = self.origin.clone() else {
+            return GroupRead::Absent;
+        };
+        let key = origin_group_key(group_id);
         let start = || {
             let (host, code) = (host.to_owned(), code.to_owned());
             async move {
-                let group = link_from_origin(&origin, &host, &code)
-                    .await
-                    .and_then(|resolved| resolved.group);
-                Loaded::entry(origin_group(group))
+                match origin::link_group(link_from_origin(&origin, &host, &code).await) {
+                    Ok(group) => Loaded::entry(origin_group(group)),
+                    Err(_) => Loaded::entry(Cached::OriginFailed),
+                }
             }
         };
-        match self.entry(&origin_group_key(group_id), start).await {
-            Some(Cached::Group(group)) => group,
-            _ => None,
+        match self.entry(&key, start).await {
+            Some(Cached::Group(Some(group))) => GroupRead::Found(group),
+            Some(Cached::Group(None)) => GroupRead::Absent,
+            _ => last_good_group(&key),
         }
     }
 
@@ -513,10 +532,7 @@ impl<'a> Records<'a> {
         match self.entry(&key, || self.kv_load(&key, wrap)).await {
             Some(Cached::Group(Some(group))) => GroupRead::Found(group),
             Some(_) => GroupRead::Absent,
-            None => LAST_GOOD_GROUPS
-                .with(|g| g.borrow().get::<Option<Rc<Group>>>(&key).cloned())
-                .flatten()
-                .map_or(GroupRead::Unavailable, GroupRead::Found),
+            None => last_good_group(&key),
         }
     }
 
