@@ -190,11 +190,9 @@ pub(crate) async fn create_group(
         )
         .await
         .map_err(ApiError::from);
-    if group.is_ok() {
-        state.publisher.wake.notify_one();
-    }
     Ok(limits::answer(
         &limit,
+        &state.publisher.wake,
         group.map(|g| (StatusCode::CREATED, Json(GroupDetail::from(g)))),
     ))
 }
@@ -267,11 +265,9 @@ pub(crate) async fn update_group(
         )
         .await
         .map_err(ApiError::from);
-    if group.is_ok() {
-        state.publisher.wake.notify_one();
-    }
     Ok(limits::answer(
         &limit,
+        &state.publisher.wake,
         group.map(|g| Json(GroupDetail::from(g))),
     ))
 }
@@ -309,11 +305,9 @@ pub(crate) async fn delete_group(
         .delete_group(Some(&caller.account_id), &id)
         .await
         .map_err(ApiError::from);
-    if deleted.is_ok() {
-        state.publisher.wake.notify_one();
-    }
     Ok(limits::answer(
         &limit,
+        &state.publisher.wake,
         deleted.map(|()| StatusCode::NO_CONTENT),
     ))
 }
@@ -350,11 +344,9 @@ pub(crate) async fn rotate_key(
         .rotate_group_key(Some(&caller.account_id), &id)
         .await
         .map_err(ApiError::from);
-    if group.is_ok() {
-        state.publisher.wake.notify_one();
-    }
     Ok(limits::answer(
         &limit,
+        &state.publisher.wake,
         group.map(|g| Json(GroupDetail::from(g))),
     ))
 }

@@ -1,14 +1,14 @@
 //! The limits on what an API key (or a burst of requests) may cost the origin beyond create-link's own: the
 //! budget of management writes per key, the cap on groups per account, and the process-wide bound on CPU-heavy
 //! answers (PNG QR codes, CSV exports). Each write handler charges the budget once its request is well formed
-//! ([`charge`]) and answers through [`answer`], so every charged write carries the budget's headers.
+//! ([`Limits::charge`]) and answers through [`answer`], so every charged write carries the budget's headers.
 
 use super::error::{ApiError, rate_limit_headers};
 use axum::response::{IntoResponse, Response};
 use shortlink_store::{AuthContext, Db, RateLimitState, WriteCharge, WriteSubject};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// The configured limits, shared by every handler.
 #[derive(Debug, Clone)]
@@ -71,13 +71,18 @@ impl Limits {
 }
 
 /// The answer of a charged write, success or failure, with the budget's `X-RateLimit-*` headers: the write was
-/// counted either way.
+/// counted either way. A write that succeeded wakes the publisher (`wake`), so the edge learns of it at once; a
+/// write that changed nothing (an empty PATCH) wakes it for nothing, which costs one empty outbox read.
 pub(crate) fn answer(
     limit: &RateLimitState,
+    wake: &Notify,
     result: Result<impl IntoResponse, ApiError>,
 ) -> Response {
     let mut response = match result {
-        Ok(r) => r.into_response(),
+        Ok(r) => {
+            wake.notify_one();
+            r.into_response()
+        }
         Err(e) => e.into_response(),
     };
     rate_limit_headers(limit, response.headers_mut());

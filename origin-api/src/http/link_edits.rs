@@ -135,11 +135,9 @@ pub(crate) async fn patch_link(
         .update_link(&caller.account_id, &id, &patch)
         .await
         .map_err(ApiError::from);
-    if link.is_ok() && !patch.is_empty() {
-        state.publisher.wake.notify_one();
-    }
     Ok(limits::answer(
         &limit,
+        &state.publisher.wake,
         link.map(|l| Json(ListedLink::from(l))),
     ))
 }
@@ -177,11 +175,9 @@ pub(crate) async fn delete_link(
         .delete_link(&caller.account_id, &id)
         .await
         .map_err(ApiError::from);
-    if deleted.is_ok() {
-        state.publisher.wake.notify_one();
-    }
     Ok(limits::answer(
         &limit,
+        &state.publisher.wake,
         deleted.map(|()| StatusCode::NO_CONTENT),
     ))
 }
