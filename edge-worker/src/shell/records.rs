@@ -134,6 +134,16 @@ fn forget_or_keep_group(key: &str, group: Option<Rc<Group>>) {
     let bytes = group.as_deref().map_or(0, Group::approx_bytes);
     LAST_GOOD_GROUPS.with(|g| {
         let mut groups = g.borrow_mut();
+        // "None" needs a marker only to override an earlier copy: a key never kept reads the same (unavailable).
+        // Writing one for every absent group would let requests for made-up group ids (`/e/<random uuid>`) push
+        // every real group's copy out of the budget.
+        if group.is_none()
+            && !groups
+                .get::<Option<Rc<Group>>>(key)
+                .is_some_and(Option::is_some)
+        {
+            return;
+        }
         // A record too large to keep must not leave an older copy behind it either.
         if !groups.insert(key, group, bytes) {
             groups.insert(key, None::<Rc<Group>>, 0);
