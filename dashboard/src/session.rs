@@ -8,7 +8,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use cookie::{Cookie, SameSite};
 use shortlink_store::domain::SecretToken;
-use shortlink_store::{SESSION_ABSOLUTE_MICROS, SessionAccount};
+use shortlink_store::{Actor, SESSION_ABSOLUTE_MICROS, SessionAccount};
 use subtle::ConstantTimeEq;
 
 /// The cookie over plain http (development).
@@ -72,6 +72,14 @@ pub(crate) struct SignedIn {
 }
 
 impl SignedIn {
+    /// Who acts, for the activity log.
+    pub(crate) fn actor(&self) -> Actor {
+        Actor::User {
+            id: self.account.account_id.clone(),
+            email: self.account.email.clone(),
+        }
+    }
+
     /// Refuses a form whose CSRF token is not this session's (constant-time comparison).
     pub(crate) fn check_csrf(&self, presented: &str) -> Result<(), DashboardError> {
         if bool::from(self.csrf.as_bytes().ct_eq(presented.as_bytes())) {

@@ -10,6 +10,7 @@
 pub mod domain;
 
 mod accounts;
+mod audit;
 mod backup;
 mod blocklist;
 mod click_ingest;
@@ -37,6 +38,7 @@ mod web_auth;
 mod write_budget;
 
 pub use accounts::{AccountRow, NewAccount};
+pub use audit::{Action, Actor, AuditEntry, AuditPage, DEFAULT_AUDIT_RETENTION_DAYS};
 pub use click_retention::Aged;
 pub use click_stats::{ClickStats, DayCount, StatsScope, TOP_VALUES, ValueCount};
 pub use clicks::Ingested;
