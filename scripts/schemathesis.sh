@@ -101,6 +101,8 @@ status=0
 # Evidence that the success paths ran, not only the refusals.
 curl -fsS "$BASE/api/v1/external/links?limit=1" -H "Authorization: Token $KEY" |
     python3 -c 'import json,sys; print("schemathesis.sh: links created during the run:", json.load(sys.stdin)["total"])'
+curl -fsS "$BASE/api/v1/external/audit-log?limit=1" -H "Authorization: Token $KEY" |
+    python3 -c 'import json,sys; print("schemathesis.sh: activity-log rows after the run:", json.load(sys.stdin)["total"])'
 if ((status != 0)); then
     echo "schemathesis.sh: failures found (origin log follows)" >&2
     tail -n 50 "$WORK/origin.log" >&2

@@ -18,6 +18,15 @@ pub enum DashboardError {
     /// A form without this session's CSRF token.
     #[error("CSRF token missing or wrong")]
     CsrfToken,
+    /// The member's role does not allow this (a control the page did not show).
+    #[error("forbidden by role")]
+    Forbidden,
+    /// The signed-in user belongs to no account (any more): a page that says so, with a sign-out button.
+    #[error("no account")]
+    NoAccount {
+        /// The session's CSRF token, for the sign-out form.
+        csrf: String,
+    },
     /// A form posted from another site.
     #[error("cross-site post")]
     CrossSite,
@@ -50,6 +59,27 @@ impl IntoResponse for DashboardError {
                 "Not found",
                 "There is nothing here, or it is not yours.",
             ),
+            Self::Forbidden | Self::Store(StoreError::Forbidden) => (
+                StatusCode::FORBIDDEN,
+                "Not allowed",
+                "Your role in this account does not allow this. Nothing was changed; an admin or owner can change your role.",
+            ),
+            Self::Store(StoreError::LastOwner) => (
+                StatusCode::CONFLICT,
+                "An account needs an owner",
+                "This would leave the account without an owner. Nothing was changed: make another member an owner first.",
+            ),
+            Self::NoAccount { csrf } => {
+                return (
+                    StatusCode::FORBIDDEN,
+                    render(&crate::views::NoAccountPage {
+                        nav: None,
+                        title: "No account",
+                        csrf: csrf.clone(),
+                    }),
+                )
+                    .into_response();
+            }
             Self::CsrfToken | Self::CrossSite => (
                 StatusCode::FORBIDDEN,
                 "Form refused",

@@ -18,14 +18,50 @@ pub(crate) struct CsrfOnly {
 pub(crate) struct SignInForm {
     pub(crate) email: String,
     pub(crate) password: String,
+    /// Where to go afterwards (only the dashboard's invitation pages are honoured).
+    pub(crate) next: String,
 }
 
-/// A new password, typed twice (invitation).
+/// A new password, typed twice (invitation, password reset, sign-up); the CSRF token when a session posts it.
 #[derive(Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct NewPasswordForm {
+    pub(crate) csrf: String,
     pub(crate) password: String,
     pub(crate) confirm: String,
+}
+
+/// Inviting a member.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct InviteForm {
+    pub(crate) csrf: String,
+    pub(crate) email: String,
+    pub(crate) role: String,
+}
+
+/// A member's new role.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct RoleForm {
+    pub(crate) csrf: String,
+    pub(crate) role: String,
+}
+
+/// The account's new name.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct RenameForm {
+    pub(crate) csrf: String,
+    pub(crate) name: String,
+}
+
+/// The account switcher.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SwitchForm {
+    pub(crate) csrf: String,
+    pub(crate) account_id: String,
 }
 
 /// Change password (profile).

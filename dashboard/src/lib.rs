@@ -51,7 +51,7 @@ pub struct DashboardState {
 /// The dashboard's routes (full paths, `/dashboard/…`), with its security headers and its own 404 page, to be
 /// merged into the origin's router.
 pub fn router(state: DashboardState) -> Router {
-    use pages::{auth, domains, groups, key, links};
+    use pages::{activity, auth, domains, groups, invitations, key, links, members};
     Router::new()
         .route(
             "/dashboard",
@@ -96,6 +96,20 @@ pub fn router(state: DashboardState) -> Router {
             get(key::confirm_revoke).post(key::revoke),
         )
         .route("/dashboard/domains", get(domains::index))
+        .route("/dashboard/members", get(members::index))
+        .route("/dashboard/members/invite", post(members::invite))
+        .route("/dashboard/members/{id}/role", post(members::change_role))
+        .route(
+            "/dashboard/members/{id}/remove",
+            get(members::confirm_remove).post(members::remove),
+        )
+        .route("/dashboard/account/rename", post(members::rename))
+        .route("/dashboard/account/switch", post(members::switch))
+        .route(
+            "/dashboard/account/leave",
+            get(members::confirm_leave).post(members::leave),
+        )
+        .route("/dashboard/activity", get(activity::index))
         .route("/dashboard/profile", get(auth::profile))
         .route("/dashboard/profile/password", post(auth::change_password))
         .route(
@@ -105,7 +119,7 @@ pub fn router(state: DashboardState) -> Router {
         .route("/dashboard/sign-out", post(auth::sign_out))
         .route(
             "/dashboard/invite/{token}",
-            get(auth::invite_page_get).post(auth::accept_invite),
+            get(invitations::show).post(invitations::accept),
         )
         .route("/dashboard/assets/{file}", get(assets::serve))
         // Its own 404 page for any other path under /dashboard/ (a route, not a fallback: the origin merges this

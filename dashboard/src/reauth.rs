@@ -37,7 +37,7 @@ pub(crate) async fn confirm(
     } else {
         state
             .db
-            .check_password(&user.account.account_id, &form.password, client)
+            .check_password(&user.user.user_id, &form.password, client)
             .await?
     };
     let refuse = |status: StatusCode, message: String| {

@@ -7,8 +7,9 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use cookie::{Cookie, SameSite};
+use shortlink_store::domain::Permission;
 use shortlink_store::domain::SecretToken;
-use shortlink_store::{Actor, SESSION_ABSOLUTE_MICROS, SessionAccount};
+use shortlink_store::{Acting, Actor, SESSION_ABSOLUTE_MICROS, SessionAccount, SessionUser};
 use subtle::ConstantTimeEq;
 
 /// The cookie over plain http (development).
@@ -60,10 +61,13 @@ pub(crate) fn token(headers: &HeaderMap, secure: bool) -> Option<SecretToken> {
         .and_then(|c| SecretToken::parse(c.value()))
 }
 
-/// A request from a signed-in account holder; anything else is sent to the sign-in page.
+/// A request from a signed-in member of an account; anything else is sent to the sign-in page (or, for a user
+/// who belongs to no account any more, to a page that says so).
 #[derive(Debug, Clone)]
 pub(crate) struct SignedIn {
-    /// Whose session it is.
+    /// Whose session it is, and their accounts.
+    pub(crate) user: SessionUser,
+    /// The account they are looking at, and their role in it.
     pub(crate) account: SessionAccount,
     /// The session (to end it, or to keep it when the password changes).
     pub(crate) token: SecretToken,
@@ -75,8 +79,31 @@ impl SignedIn {
     /// Who acts, for the activity log.
     pub(crate) fn actor(&self) -> Actor {
         Actor::User {
-            id: self.account.account_id.clone(),
-            email: self.account.email.clone(),
+            id: self.user.user_id.clone(),
+            email: self.user.email.clone(),
+        }
+    }
+
+    /// Who acts on members, with their role in the current account.
+    pub(crate) fn acting(&self) -> Acting {
+        Acting {
+            actor: self.actor(),
+            role: self.account.role,
+        }
+    }
+
+    /// Whether the member's role allows `p`.
+    pub(crate) fn may(&self, p: Permission) -> bool {
+        self.account.role.may(p)
+    }
+
+    /// Refuses (403, a readable page) what the member's role does not allow: a forged post for a control the page
+    /// did not show.
+    pub(crate) fn require(&self, p: Permission) -> Result<(), DashboardError> {
+        if self.may(p) {
+            Ok(())
+        } else {
+            Err(DashboardError::Forbidden)
         }
     }
 
@@ -99,14 +126,19 @@ impl FromRequestParts<DashboardState> for SignedIn {
     ) -> Result<Self, Self::Rejection> {
         let token =
             token(&parts.headers, state.secure_cookies).ok_or(DashboardError::SignInRequired)?;
-        let account = state
+        let mut user = state
             .db
             .session(&token)
             .await?
             .ok_or(DashboardError::SignInRequired)?;
+        let csrf = token.derive("csrf");
+        let Some(account) = user.account.take() else {
+            return Err(DashboardError::NoAccount { csrf });
+        };
         Ok(SignedIn {
+            user,
             account,
-            csrf: token.derive("csrf"),
+            csrf,
             token,
         })
     }

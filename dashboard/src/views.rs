@@ -3,14 +3,55 @@
 
 use askama::Template;
 use axum::response::Html;
-use shortlink_store::DomainState;
+use shortlink_store::domain::{Permission, Role};
+use shortlink_store::{AccountChoice, DomainState};
 
-/// The header of a signed-in page: whose session, the CSRF token of its sign-out form, the current section.
+/// The header of a signed-in page: whose session, the CSRF token of its forms (sign-out, the account switcher),
+/// the current section, the account being looked at and the user's other accounts, and which sections the
+/// member's role may open.
 #[derive(Debug, Clone)]
 pub(crate) struct Nav {
     pub(crate) email: String,
     pub(crate) csrf: String,
     pub(crate) current: &'static str,
+    pub(crate) account_id: String,
+    pub(crate) account_name: String,
+    pub(crate) role: &'static str,
+    /// The switcher's choices (shown when there are two or more).
+    pub(crate) accounts: Vec<AccountChoice>,
+    pub(crate) may: Abilities,
+}
+
+/// What the member's role allows, for templates to show only the controls it may use.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Abilities {
+    /// Create, edit, pause, delete links; see group keys; the builder.
+    pub(crate) edit_links: bool,
+    /// Create, change, rotate, delete groups.
+    pub(crate) manage_groups: bool,
+    /// The API key page.
+    pub(crate) manage_key: bool,
+    /// Members and Activity.
+    pub(crate) manage_members: bool,
+}
+
+impl Abilities {
+    pub(crate) fn of(role: Role) -> Self {
+        Self {
+            edit_links: role.may(Permission::EditLinks),
+            manage_groups: role.may(Permission::ManageGroups),
+            manage_key: role.may(Permission::ManageApiKey),
+            manage_members: role.may(Permission::ManageMembers),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "no_account.html")]
+pub(crate) struct NoAccountPage {
+    pub(crate) nav: Option<Nav>,
+    pub(crate) title: &'static str,
+    pub(crate) csrf: String,
 }
 
 /// Renders a page; a template that fails to render (it cannot, for these types) is a plain error text.
@@ -36,6 +77,22 @@ pub(crate) struct SignInPage {
     pub(crate) title: &'static str,
     pub(crate) email: String,
     pub(crate) error: Option<String>,
+    /// Where to go after signing in (a checked invitation page), or empty.
+    pub(crate) next: String,
+}
+
+/// What the invitation page shows.
+pub(crate) enum InviteState {
+    /// Unknown, used or expired.
+    Gone,
+    /// Nobody has the invited email yet: choose a password.
+    NewUser,
+    /// The invited user is signed in: one button.
+    SignedIn,
+    /// A user with that email exists but is not signed in here: sign in first.
+    SignInFirst,
+    /// Someone else is signed in here.
+    OtherUser { signed_in_as: String },
 }
 
 #[derive(Template)]
@@ -43,9 +100,13 @@ pub(crate) struct SignInPage {
 pub(crate) struct InvitePage {
     pub(crate) nav: Option<Nav>,
     pub(crate) title: &'static str,
-    /// None: the invitation is unknown, used or expired.
-    pub(crate) email: Option<String>,
+    pub(crate) state: InviteState,
+    pub(crate) account_name: String,
+    pub(crate) email: String,
+    pub(crate) role: &'static str,
     pub(crate) action: String,
+    /// The signed-in user's CSRF token (the one-button form).
+    pub(crate) csrf: String,
     pub(crate) error: Option<String>,
 }
 
@@ -104,6 +165,8 @@ pub(crate) struct GroupItem {
 #[template(path = "groups.html")]
 pub(crate) struct GroupsPage {
     pub(crate) nav: Option<Nav>,
+    /// What the member's role may use on this page.
+    pub(crate) may: Abilities,
     pub(crate) title: &'static str,
     pub(crate) csrf: String,
     pub(crate) groups: Vec<GroupItem>,
@@ -126,6 +189,8 @@ pub(crate) struct SettingsForm {
 #[template(path = "group.html")]
 pub(crate) struct GroupPage {
     pub(crate) nav: Option<Nav>,
+    /// What the member's role may use on this page.
+    pub(crate) may: Abilities,
     pub(crate) title: String,
     pub(crate) csrf: String,
     pub(crate) id: String,
@@ -167,6 +232,8 @@ pub(crate) struct CreateForm {
 #[template(path = "links.html")]
 pub(crate) struct LinksPage {
     pub(crate) nav: Option<Nav>,
+    /// What the member's role may use on this page.
+    pub(crate) may: Abilities,
     pub(crate) title: &'static str,
     pub(crate) csrf: String,
     pub(crate) links: Vec<LinkItem>,
@@ -193,6 +260,8 @@ pub(crate) struct CountRow {
 #[template(path = "link.html")]
 pub(crate) struct LinkPage {
     pub(crate) nav: Option<Nav>,
+    /// What the member's role may use on this page.
+    pub(crate) may: Abilities,
     pub(crate) title: String,
     pub(crate) csrf: String,
     pub(crate) id: String,
@@ -218,4 +287,67 @@ pub(crate) struct DomainsPage {
     pub(crate) nav: Option<Nav>,
     pub(crate) title: &'static str,
     pub(crate) domains: Vec<DomainState>,
+}
+
+/// A member's row on the Members page.
+pub(crate) struct MemberItem {
+    pub(crate) user_id: String,
+    pub(crate) email: String,
+    pub(crate) role: &'static str,
+    pub(crate) joined: String,
+    /// The viewer's role may re-role and remove this member.
+    pub(crate) manageable: bool,
+    /// The viewer themselves.
+    pub(crate) is_me: bool,
+}
+
+/// The invitation just made: its link, shown once.
+pub(crate) struct InvitationMade {
+    pub(crate) email: String,
+    pub(crate) role: &'static str,
+    pub(crate) url: String,
+    pub(crate) expires_at: String,
+    /// It was also sent by email.
+    pub(crate) mailed: bool,
+}
+
+#[derive(Template)]
+#[template(path = "members.html")]
+pub(crate) struct MembersPage {
+    pub(crate) nav: Option<Nav>,
+    pub(crate) title: &'static str,
+    pub(crate) csrf: String,
+    pub(crate) members: Vec<MemberItem>,
+    /// Live invitations: email, role, expiry.
+    pub(crate) pending: Vec<(String, &'static str, String)>,
+    /// The roles the viewer may give.
+    pub(crate) assignable: Vec<&'static str>,
+    pub(crate) may_rename: bool,
+    pub(crate) account_name: String,
+    pub(crate) made: Option<InvitationMade>,
+    pub(crate) error: Option<String>,
+    /// The invitation form's values after a refusal.
+    pub(crate) email: String,
+    pub(crate) role: String,
+    pub(crate) notice: Option<&'static str>,
+}
+
+/// A row of the Activity page.
+pub(crate) struct ActivityItem {
+    pub(crate) at: String,
+    pub(crate) who: String,
+    pub(crate) action: String,
+    pub(crate) target: String,
+    pub(crate) details: String,
+}
+
+#[derive(Template)]
+#[template(path = "activity.html")]
+pub(crate) struct ActivityPage {
+    pub(crate) nav: Option<Nav>,
+    pub(crate) title: &'static str,
+    pub(crate) items: Vec<ActivityItem>,
+    pub(crate) page: i64,
+    pub(crate) pages: i64,
+    pub(crate) total: i64,
 }

@@ -14,7 +14,7 @@
 use futures::StreamExt;
 use origin_api::startup::{Application, Settings};
 use shortlink_store::domain::Hostname;
-use shortlink_store::{Db, DomainOwner};
+use shortlink_store::{Actor, Db, DomainOwner};
 use sqlx::Connection;
 use std::time::{Duration, Instant};
 
@@ -186,6 +186,7 @@ async fn bench_engine(
             &Hostname::parse("sho.rt").unwrap(),
             &DomainOwner::Platform,
             None,
+            &Actor::Operator,
         )
         .await
         .unwrap();
@@ -231,7 +232,7 @@ async fn bench_engine(
             .await
             .unwrap();
         keys.push(
-            db.generate_api_key(&acc.id)
+            db.generate_api_key(&acc.id, &Actor::Operator)
                 .await
                 .unwrap()
                 .expose()
@@ -257,7 +258,7 @@ async fn bench_engine(
     // list latency on an account with `links` links.
     let acc = db.create_account("big@example.com", true).await.unwrap();
     let key = db
-        .generate_api_key(&acc.id)
+        .generate_api_key(&acc.id, &Actor::Operator)
         .await
         .unwrap()
         .expose()
@@ -427,7 +428,7 @@ async fn account_with_links(
 ) -> (shortlink_store::NewAccount, String, String) {
     let acc = db.create_account(email, true).await.unwrap();
     let key = db
-        .generate_api_key(&acc.id)
+        .generate_api_key(&acc.id, &Actor::Operator)
         .await
         .unwrap()
         .expose()
@@ -509,7 +510,12 @@ async fn bench_ingest(
     let mut groups = Vec::new();
     for i in 0..4 {
         let g = db
-            .create_group(&acc.id, &format!("dynamic {i}"), &Default::default())
+            .create_group(
+                &acc.id,
+                &format!("dynamic {i}"),
+                &Default::default(),
+                &Actor::Operator,
+            )
             .await
             .unwrap();
         groups.push(g.id);

@@ -8,6 +8,7 @@ use crate::startup::{
     DEFAULT_VALIDATE_PER_MINUTE, MAX_CLICK_RETENTION_DAYS, REQUEST_TIMEOUT, Settings,
     shutdown_signal,
 };
+use crate::startup::{DEFAULT_AUDIT_RETENTION_DAYS, MAX_AUDIT_RETENTION_DAYS};
 use crate::startup::{
     DEFAULT_MAX_GROUPS_PER_ACCOUNT, DEFAULT_WRITE_LIMIT_PER_MINUTE, RENDER_WAIT,
     default_render_concurrency,
@@ -16,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use shortlink_store::domain::{GroupSettings, Hostname, LongUrl, Password};
-use shortlink_store::{Db, DomainOwner, DomainRow, GroupRow, LinkPatch, StoreError};
+use shortlink_store::{Actor, Db, DomainOwner, DomainRow, GroupRow, LinkPatch, StoreError};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -123,6 +124,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CLICK_RETENTION_DAYS", default_value_t = DEFAULT_CLICK_RETENTION_DAYS,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CLICK_RETENTION_DAYS)))]
     click_retention_days: u32,
+    /// Days activity-log rows (the audit trail) are kept (1 to 36500); older ones are pruned hourly.
+    #[arg(long, env = "AUDIT_RETENTION_DAYS", default_value_t = DEFAULT_AUDIT_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_AUDIT_RETENTION_DAYS)))]
+    audit_retention_days: u32,
     /// The origin's public base URL, e.g. https://links-admin.example.com: dashboard invitations point there, and
     /// over https the dashboard's session cookie is Secure (set it when a TLS proxy is in front). Default: the
     /// listen address over http.
@@ -178,6 +183,7 @@ impl From<ServeArgs> for Settings {
             internal_listen: a.internal_listen,
             metrics_listen: a.metrics_listen,
             click_retention_days: a.click_retention_days,
+            audit_retention_days: a.audit_retention_days,
             prune_interval: PRUNE_INTERVAL,
             public_url: a.public_url,
         }
@@ -538,7 +544,9 @@ async fn set_link_active(db: &Db, id: &str, active: bool) -> Result<Value, CliEr
         is_active: Some(active),
         ..LinkPatch::default()
     };
-    let link = db.update_link(&account, &id, &patch).await?;
+    let link = db
+        .update_link(&account, &id, &patch, &Actor::Operator)
+        .await?;
     Ok(json!({ "id": link.id, "is_active": link.is_active }))
 }
 
@@ -604,14 +612,14 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
         Admin::Link(LinkCmd::Delete { id }) => {
             let id = link_id(&id)?;
             let account = db.link_account(&id).await?;
-            db.delete_link(&account, &id).await?;
+            db.delete_link(&account, &id, &Actor::Operator).await?;
             json!({})
         }
         Admin::ApiKey(ApiKeyCmd::Generate { account }) => {
-            json!({ "api_key": db.generate_api_key(&account).await?.expose() })
+            json!({ "api_key": db.generate_api_key(&account, &Actor::Operator).await?.expose() })
         }
         Admin::ApiKey(ApiKeyCmd::Revoke { account }) => {
-            db.revoke_api_key(&account).await?;
+            db.revoke_api_key(&account, &Actor::Operator).await?;
             json!({})
         }
         Admin::Group(GroupCmd::Create {
@@ -625,15 +633,22 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
                 &name,
                 &settings(s.as_deref())?,
                 max_groups_per_account,
+                &Actor::Operator,
             )
             .await?,
         ),
         Admin::Group(GroupCmd::Update { id, settings: s }) => group_json(
-            db.update_group(None, &id, None, Some(&settings(Some(&s))?))
-                .await?,
+            db.update_group(
+                None,
+                &id,
+                None,
+                Some(&settings(Some(&s))?),
+                &Actor::Operator,
+            )
+            .await?,
         ),
         Admin::Group(GroupCmd::Delete { id }) => {
-            db.delete_group(None, &id).await?;
+            db.delete_group(None, &id, &Actor::Operator).await?;
             json!({})
         }
         Admin::Group(GroupCmd::List { account }) => {
@@ -657,11 +672,13 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
                 Some(id) => DomainOwner::Account(id),
                 None => DomainOwner::Platform,
             };
-            let DomainRow { id, domain } = db.add_domain(&host, &owner, fallback.as_ref()).await?;
+            let DomainRow { id, domain } = db
+                .add_domain(&host, &owner, fallback.as_ref(), &Actor::Operator)
+                .await?;
             json!({ "id": id, "domain": domain })
         }
         Admin::Domain(DomainCmd::Disable { id }) => {
-            db.disable_domain(&id).await?;
+            db.disable_domain(&id, &Actor::Operator).await?;
             json!({})
         }
         Admin::Republish => json!({ "enqueued": db.republish_all().await? }),

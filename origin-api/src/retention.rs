@@ -1,12 +1,14 @@
-//! Retention, run by `serve` in the background: raw click events older than the configured number of days and
-//! click-report batch and event ids older than [`BATCH_ID_DAYS`] are deleted at start and then every
-//! [`PRUNE_INTERVAL`], at most [`PRUNE_ROWS`] rows per statement so no statement holds the database for long.
+//! Retention, run by `serve` in the background: raw click events and activity-log rows older than their configured
+//! number of days ([`Retention`]) and click-report batch and event ids older than [`BATCH_ID_DAYS`] are deleted at
+//! start and then every [`PRUNE_INTERVAL`], at most [`PRUNE_ROWS`] rows per statement so no statement holds the
+//! database for long.
 //! Statistics do not change: they come from the day counters, which are kept. The same round deletes the
 //! dashboard's dead rows (expired invitations and sessions, password-check rows past the throttle's window) and
 //! write-budget rows past their minute.
 //!
 //! Every origin process prunes; two doing it at once only delete the same old rows sooner.
 
+use crate::startup::{DEFAULT_AUDIT_RETENTION_DAYS, DEFAULT_CLICK_RETENTION_DAYS};
 use shortlink_store::domain::Micros;
 use shortlink_store::{Aged, Db, StoreError};
 use std::time::Duration;
@@ -22,6 +24,25 @@ pub const BATCH_ID_DAYS: u32 = 7;
 
 const DAY_MICROS: i64 = 86_400_000_000;
 
+/// How many days each kind of aged data is kept (a retention of 0 days counts as 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Raw click events (`--click-retention-days`).
+    pub click_days: u32,
+    /// Activity-log rows (`--audit-retention-days`).
+    pub audit_days: u32,
+}
+
+impl Default for Retention {
+    /// The settings' defaults: 90 days of raw clicks, 365 days of activity log.
+    fn default() -> Self {
+        Self {
+            click_days: DEFAULT_CLICK_RETENTION_DAYS,
+            audit_days: DEFAULT_AUDIT_RETENTION_DAYS,
+        }
+    }
+}
+
 /// What one pruning round deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pruned {
@@ -35,14 +56,17 @@ pub struct Pruned {
     pub sign_in_rows: u64,
     /// Write-budget rows out of their minute (a key that never writes again would keep its rows).
     pub write_budget_rows: u64,
+    /// Activity-log rows older than the audit retention.
+    pub audit_rows: u64,
 }
 
-/// One round at `now`: raw clicks that happened more than `retention_days` days before `now` (a retention of 0
-/// days counts as 1), and batch and event ids received more than [`BATCH_ID_DAYS`] days before it, in statements
-/// of [`PRUNE_ROWS`] rows, until none are left or `keep_going` says stop (shutdown; the next round continues).
+/// One round at `now`: raw clicks that happened more than `retention.click_days` days before `now` and
+/// activity-log rows written more than `retention.audit_days` days before it (a retention of 0 days counts as
+/// 1), and batch and event ids received more than [`BATCH_ID_DAYS`] days before it, in statements of
+/// [`PRUNE_ROWS`] rows, until none are left or `keep_going` says stop (shutdown; the next round continues).
 pub async fn prune(
     db: &Db,
-    retention_days: u32,
+    retention: Retention,
     now: Micros,
     keep_going: impl Fn() -> bool,
 ) -> Result<Pruned, StoreError> {
@@ -51,7 +75,7 @@ pub async fn prune(
         clicks: drain(
             db,
             Aged::RawClicks,
-            before(retention_days.max(1)),
+            before(retention.click_days.max(1)),
             &keep_going,
         )
         .await?,
@@ -60,6 +84,13 @@ pub async fn prune(
         // Bounded by what a day's sign-ins and sessions leave behind: one statement each.
         sign_in_rows: db.prune_web_auth(now).await?,
         write_budget_rows: db.prune_write_budget(now.0).await?,
+        audit_rows: drain(
+            db,
+            Aged::AuditRows,
+            before(retention.audit_days.max(1)),
+            &keep_going,
+        )
+        .await?,
     })
 }
 
@@ -86,13 +117,13 @@ async fn drain(
 /// Prunes every `interval` until `stopped` turns true. A failed round is logged and retried next interval.
 pub async fn run(
     db: Db,
-    retention_days: u32,
+    retention: Retention,
     interval: Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
     loop {
         let still = stopped.clone();
-        match prune(&db, retention_days, Micros::now(), move || !*still.borrow()).await {
+        match prune(&db, retention, Micros::now(), move || !*still.borrow()).await {
             Ok(p) if p != Pruned::default() => {
                 tracing::info!(
                     clicks = p.clicks,
@@ -100,6 +131,7 @@ pub async fn run(
                     event_ids = p.event_ids,
                     sign_in_rows = p.sign_in_rows,
                     write_budget_rows = p.write_budget_rows,
+                    audit_rows = p.audit_rows,
                     "pruned old data"
                 );
             }

@@ -4,7 +4,7 @@ use crate::http::{
     AppState, IpRateLimiter, Limits, RenderGate, Routes, app_for, metrics_app, metrics_handle,
 };
 use crate::publisher::{PublisherHandle, Sink};
-use crate::retention::PRUNE_INTERVAL;
+use crate::retention::{PRUNE_INTERVAL, Retention};
 use client_addr::ClientAddrRule;
 use secrecy::{ExposeSecret, SecretString};
 use shortlink_store::{DEFAULT_HASH_WAIT, Db, HashLimit, StoreError};
@@ -32,6 +32,10 @@ pub const INTERNAL_AUTH_FAILURE_BURST: u32 = 10;
 pub const INTERNAL_AUTH_FAILURES_PER_MINUTE: u32 = 10;
 /// Longest raw click retention that can be configured (a hundred years: in effect, forever).
 pub const MAX_CLICK_RETENTION_DAYS: u32 = 36_500;
+/// Days activity-log rows are kept, when not configured.
+pub const DEFAULT_AUDIT_RETENTION_DAYS: u32 = shortlink_store::DEFAULT_AUDIT_RETENTION_DAYS;
+/// Longest activity-log retention that can be configured (a hundred years: in effect, forever).
+pub const MAX_AUDIT_RETENTION_DAYS: u32 = 36_500;
 /// Management writes per API key (and per account's dashboard) in any rolling minute, when not configured.
 pub const DEFAULT_WRITE_LIMIT_PER_MINUTE: u32 = shortlink_store::DEFAULT_WRITES_PER_MINUTE;
 /// Most groups an account may have (its default group included), when not configured.
@@ -90,7 +94,9 @@ pub struct Settings {
     pub metrics_listen: Option<SocketAddr>,
     /// Days raw click events are kept (at least 1); the day counters behind the statistics are kept forever.
     pub click_retention_days: u32,
-    /// How often old raw clicks and batch ids are pruned.
+    /// Days activity-log rows are kept (at least 1).
+    pub audit_retention_days: u32,
+    /// How often old raw clicks, batch ids and activity-log rows are pruned.
     pub prune_interval: Duration,
     /// The origin's public base URL (`https://links-admin.example.com`): invitation URLs are built on it, form
     /// posts from it are accepted, and when it is https the dashboard's session cookie is `Secure`. None: the
@@ -121,6 +127,7 @@ impl Settings {
             internal_listen: None,
             metrics_listen: None,
             click_retention_days: DEFAULT_CLICK_RETENTION_DAYS,
+            audit_retention_days: DEFAULT_AUDIT_RETENTION_DAYS,
             prune_interval: PRUNE_INTERVAL,
             public_url: None,
         }
@@ -170,7 +177,7 @@ pub struct Application {
     )>,
     state: AppState,
     sink: Option<Sink>,
-    click_retention_days: u32,
+    retention: Retention,
     prune_interval: Duration,
 }
 
@@ -259,7 +266,10 @@ impl Application {
             metrics,
             state,
             sink: settings.sink.clone(),
-            click_retention_days: settings.click_retention_days,
+            retention: Retention {
+                click_days: settings.click_retention_days,
+                audit_days: settings.audit_retention_days,
+            },
             prune_interval: settings.prune_interval,
         })
     }
@@ -307,7 +317,7 @@ impl Application {
         };
         let retention = tokio::spawn(crate::retention::run(
             db.clone(),
-            self.click_retention_days,
+            self.retention,
             self.prune_interval,
             stopped.clone(),
         ));

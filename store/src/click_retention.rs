@@ -1,6 +1,6 @@
-//! Retention of the raw click events and of the batch ids and event ids of click reports: each is deleted by
-//! age, in bounded statements (each its own short transaction, so the SQLite writer is never held for long). The
-//! day counters are kept: statistics do not change when raw events go.
+//! Retention of the raw click events, of the batch ids and event ids of click reports, and of the activity log's
+//! rows: each is deleted by age, in bounded statements (each its own short transaction, so the SQLite writer is
+//! never held for long). The day counters are kept: statistics do not change when raw events go.
 
 use crate::domain::Micros;
 use crate::error::StoreError;
@@ -17,6 +17,8 @@ pub enum Aged {
     /// Click event ids, by when they were received: an event delivered again after its id is forgotten is
     /// counted again.
     EventIds,
+    /// Rows of the activity log ([`crate::audit`]), by when the change was made.
+    AuditRows,
 }
 
 impl Aged {
@@ -34,6 +36,9 @@ impl Aged {
             Aged::EventIds => {
                 "DELETE FROM click_event_ids WHERE id IN \
                  (SELECT id FROM click_event_ids WHERE received_at < $1 LIMIT $2)"
+            }
+            Aged::AuditRows => {
+                "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < $1 LIMIT $2)"
             }
         }
     }

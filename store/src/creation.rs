@@ -2,6 +2,7 @@
 //! transaction, the accounts' link counters and the outbox rows ([`record_created`]). Both commit paths (SQLite's
 //! batched writer, PostgreSQL's own transaction) are built from these two, so the rules are written once.
 
+use crate::audit::{self, Action, Actor};
 use crate::domain::{LongUrl, Micros, ShortCode};
 use crate::error::StoreError;
 use crate::ids::new_id;
@@ -28,6 +29,8 @@ pub struct CreateLink {
     pub expires_at: Option<Micros>,
     /// Whether the edge appends the visitor's query string to the destination.
     pub forward_query: bool,
+    /// Who acts, for the activity log (the API key, a signed-in user, the operator).
+    pub actor: Actor,
 }
 
 /// Who creates a link. The hourly limit (spec 8) is per API key; the dashboard's creations are counted apart, per
@@ -148,18 +151,20 @@ pub(crate) async fn insert_link(
     Ok(Ok((link, state)))
 }
 
-/// The accounts' link counters and the outbox rows for the links a transaction created, `(account id, link)`:
-/// two statements however many links, so a batch of creations costs its writer two calls more, not two per link.
+/// The accounts' link counters, the outbox rows and the activity log's `link.created` rows (one per link) for the
+/// links a transaction created, `(request, link)`: three statements however many links, so a batch of creations
+/// costs its writer three calls more, not three per link.
 pub(crate) async fn record_created(
     conn: &mut AnyConnection,
-    created: &[(&str, &CreatedLink)],
+    created: &[(&CreateLink, &CreatedLink)],
 ) -> Result<(), StoreError> {
     if created.is_empty() {
         return Ok(());
     }
     let mut per_account: Vec<(&str, i64)> = Vec::new();
-    for (account, _) in created {
-        match per_account.iter_mut().find(|(a, _)| a == account) {
+    for (req, _) in created {
+        let account = req.account_id.as_str();
+        match per_account.iter_mut().find(|(a, _)| *a == account) {
             Some((_, n)) => *n += 1,
             None => per_account.push((account, 1)),
         }
@@ -185,7 +190,24 @@ pub(crate) async fn record_created(
         .iter()
         .map(|(_, link)| kv_model::link_key(&link.domain, &link.short_code))
         .collect();
-    outbox::enqueue(conn, &keys).await
+    outbox::enqueue(conn, &keys).await?;
+    let entries: Vec<audit::Entry<'_>> = created
+        .iter()
+        .map(|(req, link)| audit::Entry {
+            account_id: &req.account_id,
+            actor: &req.actor,
+            action: Action::LinkCreated,
+            target_id: &link.id,
+            details: serde_json::json!({
+                "short_url": link.short_url,
+                "long_url": req.long_url.as_str(),
+                "group_id": link.group_id,
+                "expires_at": req.expires_at.map(Micros::to_iso8601),
+                "forward_query": req.forward_query,
+            }),
+        })
+        .collect();
+    audit::record_many(conn, &entries).await
 }
 
 /// What is left of the creator's limit in the window ending now: its own links created in the last hour,

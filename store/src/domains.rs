@@ -1,5 +1,6 @@
 //! Link domains: platform domains shared by every account, and accounts' custom domains.
 
+use crate::audit::{self, Action, Actor};
 use crate::blocklist::check_fallback_in;
 use crate::domain::{Hostname, LongUrl, Micros};
 use crate::error::{Entity, StoreError, is_unique_violation};
@@ -38,12 +39,15 @@ pub struct DomainRow {
 }
 
 impl Db {
-    /// Adds an enabled domain. A fallback URL on the blocklist (its host or a parent domain) is refused.
+    /// Adds an enabled domain. A fallback URL on the blocklist (its host or a parent domain) is refused. An
+    /// account's domain and its `domain.added` row (by `actor`) commit together; a platform domain is no
+    /// account's, and is in no account's log.
     pub async fn add_domain(
         &self,
         host: &Hostname,
         owner: &DomainOwner,
         fallback_url: Option<&LongUrl>,
+        actor: &Actor,
     ) -> Result<DomainRow, StoreError> {
         let (is_platform, account_id) = match owner {
             DomainOwner::Platform => (true, None),
@@ -79,6 +83,13 @@ impl Db {
             r => r?,
         };
         outbox::enqueue(&mut tx, &[kv_model::domain_key(host.as_str())]).await?;
+        if let Some(account) = account_id {
+            let details = serde_json::json!({
+                "domain": host.as_str(),
+                "fallback_url": fallback_url.map(LongUrl::as_str),
+            });
+            audit::record(&mut tx, account, actor, Action::DomainAdded, &id, &details).await?;
+        }
         tx.commit().await?;
         Ok(DomainRow {
             id,
@@ -86,8 +97,9 @@ impl Db {
         })
     }
 
-    /// Disables a domain (a custom domain becomes inactive): no new links go on it.
-    pub async fn disable_domain(&self, id: &str) -> Result<(), StoreError> {
+    /// Disables a domain (a custom domain becomes inactive): no new links go on it. An account's domain gets a
+    /// `domain.disabled` row (by `actor`) in the same transaction.
+    pub async fn disable_domain(&self, id: &str, actor: &Actor) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         let updated = sqlx::query("UPDATE domains SET enabled = 0 WHERE id = $1")
             .bind(id)
@@ -96,12 +108,24 @@ impl Db {
         if updated.rows_affected() == 0 {
             return Err(StoreError::NotFound(Entity::Domain));
         }
-        let host: String = sqlx::query("SELECT host FROM domains WHERE id = $1")
+        let row = sqlx::query("SELECT host, account_id FROM domains WHERE id = $1")
             .bind(id)
             .fetch_one(&mut *tx)
-            .await?
-            .try_get("host")?;
+            .await?;
+        let host: String = row.try_get("host")?;
         outbox::enqueue(&mut tx, &[kv_model::domain_key(&host)]).await?;
+        if let Some(account) = row.try_get::<Option<String>, _>("account_id")? {
+            let details = serde_json::json!({ "domain": host });
+            audit::record(
+                &mut tx,
+                &account,
+                actor,
+                Action::DomainDisabled,
+                id,
+                &details,
+            )
+            .await?;
+        }
         tx.commit().await?;
         Ok(())
     }

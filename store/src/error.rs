@@ -15,6 +15,12 @@ pub enum Entity {
     Domain,
     /// A persistent link.
     Link,
+    /// A user (a person who signs in).
+    User,
+    /// A member of an account.
+    Member,
+    /// An invitation (unknown, used or expired).
+    Invitation,
 }
 
 impl fmt::Display for Entity {
@@ -24,6 +30,9 @@ impl fmt::Display for Entity {
             Self::Group => "group",
             Self::Domain => "domain",
             Self::Link => "link",
+            Self::User => "user",
+            Self::Member => "member",
+            Self::Invitation => "invitation",
         })
     }
 }
@@ -46,6 +55,12 @@ pub enum StoreError {
     /// The account's default group cannot be deleted.
     #[error("the account's default group cannot be deleted")]
     DefaultGroup,
+    /// The acting member's role does not allow this (the dashboard's 403 page).
+    #[error("your role does not allow this")]
+    Forbidden,
+    /// The change would leave the account without an owner.
+    #[error("an account keeps at least one owner")]
+    LastOwner,
     /// A bad configuration value.
     #[error("{0}")]
     Config(String),

@@ -1,5 +1,6 @@
 //! Link groups: their names, settings and signing keys; deleting one moves its links to the default group.
 
+use crate::audit::{self, Action, Actor};
 use crate::blocklist::check_fallback_in;
 use crate::domain::{GroupSettings, LongUrl, Micros};
 use crate::error::{Entity, StoreError};
@@ -83,6 +84,49 @@ async fn group_in(
         .await?
         .ok_or(StoreError::NotFound(Entity::Group))?;
     GroupRow::from_row(&row)
+}
+
+/// The account a group belongs to: the owner's when known, else looked up (the operator acts on any group).
+async fn account_of(
+    conn: &mut AnyConnection,
+    owner: Owner<'_>,
+    id: &str,
+) -> Result<String, StoreError> {
+    if let Some(account) = owner {
+        return Ok(account.to_owned());
+    }
+    let row = sqlx::query("SELECT account_id FROM groups WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Group))?;
+    Ok(row.try_get("account_id")?)
+}
+
+/// The sections of the settings (`access`, `monetization`, `analytics`) that differ between `old` and `new`, with
+/// their new values (`null`: removed): the activity log's account of a settings change.
+fn changed_settings(
+    old: &GroupSettings,
+    new: &GroupSettings,
+) -> serde_json::Map<String, serde_json::Value> {
+    let as_map = |s: &GroupSettings| match serde_json::to_value(s) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let (old, new) = (as_map(old), as_map(new));
+    let mut sections: Vec<&String> = old.keys().chain(new.keys()).collect();
+    sections.sort();
+    sections.dedup();
+    sections
+        .into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .map(|k| {
+            (
+                k.clone(),
+                new.get(k).cloned().unwrap_or(serde_json::Value::Null),
+            )
+        })
+        .collect()
 }
 
 /// A fresh 32-byte group key, base64url without padding (spec 2).
@@ -170,21 +214,30 @@ impl Db {
         account_id: &str,
         name: &str,
         settings: &GroupSettings,
+        actor: &Actor,
     ) -> Result<GroupRow, StoreError> {
-        self.create_group_capped(account_id, name, settings, DEFAULT_MAX_GROUPS_PER_ACCOUNT)
-            .await
+        self.create_group_capped(
+            account_id,
+            name,
+            settings,
+            DEFAULT_MAX_GROUPS_PER_ACCOUNT,
+            actor,
+        )
+        .await
     }
 
     /// Creates a group for an account that has fewer than `max_groups` (its default group included); at the cap
     /// it is [`StoreError::Invalid`]. Exact under concurrency: the account's group creations are serialised
     /// (SQLite's write lock, PostgreSQL's advisory lock on the account), so parallel creations never count the
-    /// same free place twice. A fallback URL on the blocklist is refused.
+    /// same free place twice. A fallback URL on the blocklist is refused. The group and its `group.created` row
+    /// (by `actor`, with its name and settings, never its key) commit together.
     pub async fn create_group_capped(
         &self,
         account_id: &str,
         name: &str,
         settings: &GroupSettings,
         max_groups: u32,
+        actor: &Actor,
     ) -> Result<GroupRow, StoreError> {
         let name = check_name(name)?;
         let mut tx = self.begin_write().await?;
@@ -211,6 +264,15 @@ impl Db {
             Micros::now().0,
         )
         .await?;
+        audit::record(
+            &mut tx,
+            account_id,
+            actor,
+            Action::GroupCreated,
+            &row.id,
+            &serde_json::json!({ "name": row.name, "settings": row.settings }),
+        )
+        .await?;
         tx.commit().await?;
         Ok(row)
     }
@@ -221,18 +283,22 @@ impl Db {
         group_in(&mut conn, owner, id).await
     }
 
-    /// Renames a group and/or replaces its settings; the edge gets the new settings through the outbox.
+    /// Renames a group and/or replaces its settings; the edge gets the new settings through the outbox. The
+    /// change and its `group.updated` row (by `actor`: the group's name, `previous_name` when it was renamed, and
+    /// under `settings` the sections that changed with their new values; never the key) commit together. With
+    /// neither a name nor settings nothing changes and no row is written.
     pub async fn update_group(
         &self,
         owner: Owner<'_>,
         id: &str,
         name: Option<&str>,
         settings: Option<&GroupSettings>,
+        actor: &Actor,
     ) -> Result<GroupRow, StoreError> {
         let name = name.map(check_name).transpose()?;
         let mut tx = self.begin_write().await?;
         // Also the ownership check: another account's group is not found.
-        group_in(&mut tx, owner, id).await?;
+        let before = group_in(&mut tx, owner, id).await?;
         if let Some(name) = name {
             sqlx::query("UPDATE groups SET name = $1 WHERE id = $2")
                 .bind(name)
@@ -250,16 +316,39 @@ impl Db {
             outbox::enqueue(&mut tx, &[kv_model::group_key(id)]).await?;
         }
         let row = group_in(&mut tx, owner, id).await?;
+        if name.is_some() || settings.is_some() {
+            let mut details = serde_json::Map::new();
+            details.insert("name".to_owned(), row.name.clone().into());
+            if row.name != before.name {
+                details.insert("previous_name".to_owned(), before.name.clone().into());
+            }
+            let changed = changed_settings(&before.settings, &row.settings);
+            if !changed.is_empty() {
+                details.insert("settings".to_owned(), changed.into());
+            }
+            let account = account_of(&mut tx, owner, id).await?;
+            audit::record(
+                &mut tx,
+                &account,
+                actor,
+                Action::GroupUpdated,
+                id,
+                &details.into(),
+            )
+            .await?;
+        }
         tx.commit().await?;
         Ok(row)
     }
 
     /// Replaces a group's signing key: dynamic links made with the old key stop working at the edge once the
-    /// outbox has carried the new one. Returns the group with its new key (shown to the caller).
+    /// outbox has carried the new one. Returns the group with its new key (shown to the caller). The rotation and
+    /// its `group.key_rotated` row (by `actor`, with the group's name; never a key) commit together.
     pub async fn rotate_group_key(
         &self,
         owner: Owner<'_>,
         id: &str,
+        actor: &Actor,
     ) -> Result<GroupRow, StoreError> {
         let key = new_group_key()?;
         let mut tx = self.begin_write().await?;
@@ -271,14 +360,30 @@ impl Db {
             .await?;
         outbox::enqueue(&mut tx, &[kv_model::group_key(id)]).await?;
         let row = group_in(&mut tx, owner, id).await?;
+        let account = account_of(&mut tx, owner, id).await?;
+        audit::record(
+            &mut tx,
+            &account,
+            actor,
+            Action::GroupKeyRotated,
+            id,
+            &serde_json::json!({ "name": row.name }),
+        )
+        .await?;
         tx.commit().await?;
         Ok(row)
     }
 
     /// Deletes a group. Its links move to the account's default group, so no link is lost;
     /// the default group itself cannot be deleted. The key dies with the group: tokens made
-    /// with it stop working (spec 2).
-    pub async fn delete_group(&self, owner: Owner<'_>, id: &str) -> Result<(), StoreError> {
+    /// with it stop working (spec 2). The deletion and its `group.deleted` row (by `actor`, with the group's name
+    /// and how many links moved) commit together.
+    pub async fn delete_group(
+        &self,
+        owner: Owner<'_>,
+        id: &str,
+        actor: &Actor,
+    ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         // The group's row is locked first (a no-op update; SQLite's write lock already serialises): of concurrent
         // deletes one goes on and the others wait for it, then find the row gone and answer 404. Reading first
@@ -295,13 +400,15 @@ impl Db {
             return Err(StoreError::DefaultGroup);
         }
         let row = sqlx::query(
-            "SELECT a.default_group_id FROM groups g JOIN accounts a ON a.id = g.account_id WHERE g.id = $1",
+            "SELECT a.id AS account_id, a.default_group_id FROM groups g JOIN accounts a ON a.id = g.account_id \
+             WHERE g.id = $1",
         )
         .bind(id)
         .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound(Entity::Group))?;
         let default_group: String = row.try_get("default_group_id")?;
+        let account: String = row.try_get("account_id")?;
         // The moved links change group at the edge too.
         let moved = sqlx::query(
             "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id WHERE l.group_id = $1",
@@ -331,6 +438,15 @@ impl Db {
             return Err(StoreError::NotFound(Entity::Group));
         }
         outbox::enqueue(&mut tx, &keys).await?;
+        audit::record(
+            &mut tx,
+            &account,
+            actor,
+            Action::GroupDeleted,
+            id,
+            &serde_json::json!({ "name": group.name, "links_moved": moved.len() }),
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }

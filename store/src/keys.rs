@@ -1,5 +1,6 @@
 //! API keys: one per account, generated and shown once, stored as a SHA-256 hash, looked up in constant time.
 
+use crate::audit::{self, Action, Actor};
 use crate::domain::{ApiKey, ApiKeyHash, Micros};
 use crate::error::StoreError;
 use crate::ids::new_id;
@@ -24,29 +25,57 @@ pub struct AuthContext {
 
 impl Db {
     /// Generates a key for the account, replacing (and so invalidating) any previous one.
-    /// Returns the plaintext, which exists nowhere else from now on.
-    pub async fn generate_api_key(&self, account_id: &str) -> Result<ApiKey, StoreError> {
+    /// Returns the plaintext, which exists nowhere else from now on. The key and its `api_key.generated` row (by
+    /// `actor`; target: the new key's row id; details: whether it replaced a key, never the key, its hash or its
+    /// masked form) commit together.
+    pub async fn generate_api_key(
+        &self,
+        account_id: &str,
+        actor: &Actor,
+    ) -> Result<ApiKey, StoreError> {
         let key = ApiKey::generate();
+        let id = new_id();
         let mut tx = self.begin_write().await?;
-        remove_key_in(&mut tx, account_id).await?;
+        let replaced = remove_key_in(&mut tx, account_id).await?;
         sqlx::query(
             "INSERT INTO api_keys (id, account_id, key_hash, masked, created_at) VALUES ($1, $2, $3, $4, $5)",
         )
-        .bind(new_id())
+        .bind(&id)
         .bind(account_id)
         .bind(key.hash().as_str())
         .bind(key.masked())
         .bind(Micros::now().0)
         .execute(&mut *tx)
         .await?;
+        audit::record(
+            &mut tx,
+            account_id,
+            actor,
+            Action::ApiKeyGenerated,
+            &id,
+            &serde_json::json!({ "replaced": replaced.is_some() }),
+        )
+        .await?;
         tx.commit().await?;
         Ok(key)
     }
 
-    /// Deletes the account's key; NotFound if the account does not exist.
-    pub async fn revoke_api_key(&self, account_id: &str) -> Result<(), StoreError> {
+    /// Deletes the account's key; NotFound if the account does not exist. Revoking a key writes an
+    /// `api_key.revoked` row (by `actor`; target: the key's row id) in the same transaction; an account without a
+    /// key has nothing to revoke, and no row is written.
+    pub async fn revoke_api_key(&self, account_id: &str, actor: &Actor) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        remove_key_in(&mut tx, account_id).await?;
+        if let Some(key_id) = remove_key_in(&mut tx, account_id).await? {
+            audit::record(
+                &mut tx,
+                account_id,
+                actor,
+                Action::ApiKeyRevoked,
+                &key_id,
+                &serde_json::json!({}),
+            )
+            .await?;
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -122,7 +151,11 @@ impl Db {
 
 /// Removes the account's key (NotFound when the account does not exist) and, with it, the rate-limit rows of its
 /// deleted links ([`crate::link_edits`]): they belong to that key, and a new key starts a new hourly window.
-async fn remove_key_in(conn: &mut sqlx::AnyConnection, account_id: &str) -> Result<(), StoreError> {
+/// Returns the removed key's row id, if the account had a key.
+async fn remove_key_in(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+) -> Result<Option<String>, StoreError> {
     require_account_in(&mut *conn, account_id).await?;
     sqlx::query(
         "DELETE FROM deleted_creations WHERE key_id IN (SELECT id FROM api_keys WHERE account_id = $1)",
@@ -130,9 +163,10 @@ async fn remove_key_in(conn: &mut sqlx::AnyConnection, account_id: &str) -> Resu
     .bind(account_id)
     .execute(&mut *conn)
     .await?;
-    sqlx::query("DELETE FROM api_keys WHERE account_id = $1")
+    // At most one row (account_id is unique); fetch_all so the statement always runs to its end.
+    let removed = sqlx::query("DELETE FROM api_keys WHERE account_id = $1 RETURNING id")
         .bind(account_id)
-        .execute(&mut *conn)
+        .fetch_all(&mut *conn)
         .await?;
-    Ok(())
+    Ok(removed.first().map(|r| r.try_get("id")).transpose()?)
 }

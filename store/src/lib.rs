@@ -27,6 +27,7 @@ mod keys;
 mod link_edits;
 mod link_writer;
 mod links;
+mod members;
 mod outbox;
 mod password_hashing;
 mod password_throttle;
@@ -51,13 +52,17 @@ pub use keys::AuthContext;
 pub use kv_model::{ClickEvent, Device};
 pub use link_edits::LinkPatch;
 pub use links::{LinkPage, ListedLink};
+pub use members::{
+    Accepted, Acting, INVITE_TTL_MICROS, InvitationView, Invite, MAX_ACCOUNT_NAME_CHARS, MemberRow,
+    PendingInvitation, validate_account_name,
+};
 pub use password_hashing::{DEFAULT_HASH_WAIT, HashLimit};
 pub use password_throttle::{THROTTLE_FAILURES, THROTTLE_WINDOW_MICROS};
 pub use pool::{Db, Engine, PoolUse};
 pub use publishing::OutboxLag;
 pub use rate_limit::{RATE_LIMIT, RateLimitState, RateWindow};
 pub use web_auth::{
-    INVITE_TTL_MICROS, Invite, NewSession, PasswordCheck, SESSION_ABSOLUTE_MICROS,
-    SESSION_IDLE_MICROS, SessionAccount, SignIn,
+    AccountChoice, NewSession, PasswordCheck, SESSION_ABSOLUTE_MICROS, SESSION_IDLE_MICROS,
+    SessionAccount, SessionUser, SignIn,
 };
 pub use write_budget::{DEFAULT_WRITES_PER_MINUTE, WriteCharge, WriteSubject};

@@ -6,6 +6,7 @@
 //! counting against the key's hourly limit: deleting is not a way around the limit. The creation time moves to
 //! `deleted_creations`, which [`crate::creation`]'s window counts beside the key's live links.
 
+use crate::audit::{self, Action, Actor};
 use crate::domain::{LongUrl, Micros};
 use crate::error::{Entity, StoreError};
 use crate::links::{ListedLink, get_link_in};
@@ -37,6 +38,47 @@ impl LinkPatch {
             && self.group_id.is_none()
             && self.expires_at.is_none()
             && self.forward_query.is_none()
+    }
+
+    /// The activity log's action for this patch: `link.paused` / `link.resumed` when it changes `is_active` alone,
+    /// else `link.updated`.
+    fn action(&self) -> Action {
+        let only_state = LinkPatch {
+            is_active: None,
+            ..self.clone()
+        }
+        .is_empty();
+        match self.is_active {
+            Some(false) if only_state => Action::LinkPaused,
+            Some(true) if only_state => Action::LinkResumed,
+            _ => Action::LinkUpdated,
+        }
+    }
+
+    /// The activity log's details: the link's short URL (what the row is about), then each field the patch sets,
+    /// with its new value.
+    fn details(&self, short_url: &str) -> serde_json::Value {
+        let mut details = serde_json::Map::new();
+        details.insert("short_url".to_owned(), short_url.into());
+        if let Some(url) = &self.long_url {
+            details.insert("long_url".to_owned(), url.as_str().into());
+        }
+        if let Some(active) = self.is_active {
+            details.insert("is_active".to_owned(), active.into());
+        }
+        if let Some(group) = &self.group_id {
+            details.insert("group_id".to_owned(), group.as_str().into());
+        }
+        if let Some(expires) = self.expires_at {
+            details.insert(
+                "expires_at".to_owned(),
+                expires.map(Micros::to_iso8601).into(),
+            );
+        }
+        if let Some(forward) = self.forward_query {
+            details.insert("forward_query".to_owned(), forward.into());
+        }
+        details.into()
     }
 }
 
@@ -77,12 +119,15 @@ async fn forget_clicks(
 
 impl Db {
     /// Applies `patch` to one of the account's links and returns the link as it now is. A group that is not
-    /// the account's is [`StoreError::Invalid`]; a link that is not the account's is not found.
+    /// the account's is [`StoreError::Invalid`]; a link that is not the account's is not found. The change and
+    /// its activity-log row (`link.paused`, `link.resumed` or `link.updated`, by `actor`) commit together; an empty
+    /// patch changes nothing and writes no row.
     pub async fn update_link(
         &self,
         account_id: &str,
         link_id: &str,
         patch: &LinkPatch,
+        actor: &Actor,
     ) -> Result<ListedLink, StoreError> {
         if patch.is_empty() {
             return self.get_link(account_id, link_id).await;
@@ -151,6 +196,15 @@ impl Db {
             &[kv_model::link_key(&link.domain, &link.short_code)],
         )
         .await?;
+        audit::record(
+            &mut tx,
+            account_id,
+            actor,
+            patch.action(),
+            link_id,
+            &patch.details(&link.short_url()),
+        )
+        .await?;
         tx.commit().await?;
         Ok(link)
     }
@@ -162,14 +216,20 @@ impl Db {
     /// The `DELETE` itself decides whether this call deleted the link, and only then are the counters touched.
     /// Reading the row first and deleting it after let two concurrent deletes of one link on PostgreSQL (read
     /// committed: both read the row, the second `DELETE` waits for the first and then removes nothing) both
-    /// answer 204, both decrement the account's link count and both charge a deleted creation.
-    pub async fn delete_link(&self, account_id: &str, link_id: &str) -> Result<(), StoreError> {
+    /// answer 204, both decrement the account's link count and both charge a deleted creation. The deletion and
+    /// its `link.deleted` row (by `actor`, with the link's short code, domain and destination) commit together.
+    pub async fn delete_link(
+        &self,
+        account_id: &str,
+        link_id: &str,
+        actor: &Actor,
+    ) -> Result<(), StoreError> {
         let now = Micros::now().0;
         let window_start = RateWindow::CREATIONS.start(now);
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(
             "DELETE FROM links WHERE id = $1 AND account_id = $2 \
-             RETURNING created_by_key, created_at, short_code, domain_id",
+             RETURNING created_by_key, created_at, short_code, domain_id, long_url",
         )
         .bind(link_id)
         .bind(account_id)
@@ -203,8 +263,24 @@ impl Db {
             .fetch_one(&mut *tx)
             .await?
             .try_get("host")?;
-        let key = kv_model::link_key(&host, &row.try_get::<String, _>("short_code")?);
+        let short_code: String = row.try_get("short_code")?;
+        let key = kv_model::link_key(&host, &short_code);
         outbox::enqueue(&mut tx, &[key]).await?;
+        let details = serde_json::json!({
+            "short_url": crate::creation::short_url(&host, &short_code),
+            "short_code": short_code,
+            "domain": host,
+            "long_url": row.try_get::<String, _>("long_url")?,
+        });
+        audit::record(
+            &mut tx,
+            account_id,
+            actor,
+            Action::LinkDeleted,
+            link_id,
+            &details,
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }

@@ -5,7 +5,8 @@
 //! throughput. One task therefore takes every creation waiting at the moment it is free (at most
 //! [`MAX_BATCH`]) and runs them in one `BEGIN IMMEDIATE` transaction: per creation only its
 //! rate-limit count and its insert; one `BEGIN`, one update of the accounts' link counters, one
-//! outbox insert and one `COMMIT` for all of them.
+//! outbox insert, one insert of the activity log's rows (one row per link) and one `COMMIT` for
+//! all of them: a link and its `link.created` row commit together or not at all.
 //!
 //! Each creation keeps its own outcome: a taken code or a used-up limit fails that creation's
 //! statement alone (SQLite aborts the statement, not the transaction), and the limit stays
@@ -117,10 +118,10 @@ async fn commit_batch(write: &AnyPool, batch: Vec<Job>) {
             }
         }
     }
-    let created: Vec<(&str, &_)> = answers
+    let created: Vec<(&CreateLink, &_)> = answers
         .iter()
         .filter_map(|(job, outcome)| match outcome {
-            Ok(Ok((link, _))) => Some((job.req.account_id.as_str(), link)),
+            Ok(Ok((link, _))) => Some((&job.req, link)),
             _ => None,
         })
         .collect();

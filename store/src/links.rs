@@ -179,7 +179,7 @@ impl Db {
         }
         let attempt = insert_link(&mut tx, req, target, code, now).await?;
         if let Ok((link, _)) = &attempt {
-            record_created(&mut tx, &[(req.account_id.as_str(), link)]).await?;
+            record_created(&mut tx, &[(req, link)]).await?;
             tx.commit().await?;
         }
         Ok(attempt)

@@ -1,16 +1,16 @@
-//! The dashboard's sign-in: passwords (argon2id, [`crate::password_hashing`]), one-use invitations, sessions with
-//! idle and absolute expiry, and every password check behind the throttle ([`crate::password_throttle`]).
-//! Invitation tokens and session ids are [`SecretToken`]s: handed out once, stored as hashes.
+//! The dashboard's sign-in: users' passwords (argon2id, [`crate::password_hashing`]), sessions with idle and
+//! absolute expiry, and every password check behind the throttle ([`crate::password_throttle`]).
+//! Session ids are [`SecretToken`]s: handed out once, stored as hashes. Invitations and memberships are
+//! [`crate::members`]'s.
 
 use crate::accounts::normalise_email;
-use crate::domain::{Micros, Password, SecretToken};
-use crate::error::{Entity, StoreError};
+use crate::domain::{Micros, Password, Role, SecretToken};
+use crate::error::{Entity, StoreError, is_unique_violation};
+use crate::ids::new_id;
 use crate::password_throttle::{Reserved, release};
 use crate::pool::Db;
 use sqlx::Row;
 
-/// How long an invitation can be used (the issue's rule: 72 hours).
-pub const INVITE_TTL_MICROS: i64 = 72 * 3_600 * 1_000_000;
 /// A session unused for this long is over.
 pub const SESSION_IDLE_MICROS: i64 = 24 * 3_600 * 1_000_000;
 /// A session is over this long after sign-in, however active.
@@ -18,35 +18,48 @@ pub const SESSION_ABSOLUTE_MICROS: i64 = 14 * 24 * 3_600 * 1_000_000;
 /// `last_seen_at` is written at most this often: a page view is a read, not a write on SQLite's one writer.
 const TOUCH_EVERY_MICROS: i64 = 60 * 1_000_000;
 
-/// An invitation made by the operator.
-#[derive(Debug, Clone)]
-pub struct Invite {
-    /// The token for the invitation URL; exists only here from now on.
-    pub token: SecretToken,
-    /// The invited account.
-    pub account_id: String,
-    /// When the token stops working.
-    pub expires_at: Micros,
-}
-
 /// A signed-in session: the cookie's value and whose it is.
 #[derive(Debug, Clone)]
 pub struct NewSession {
     /// The session id for the cookie; exists only here from now on.
     pub token: SecretToken,
-    /// The account.
-    pub account_id: String,
+    /// The user.
+    pub user_id: String,
 }
 
-/// The account behind a valid session.
+/// The account a session is looking at, and the user's role in it.
 #[derive(Debug, Clone)]
 pub struct SessionAccount {
     /// Account id.
     pub account_id: String,
-    /// Its email.
-    pub email: String,
+    /// Its name (shown on every page).
+    pub name: String,
+    /// The user's role in it.
+    pub role: Role,
     /// Its default group (never deleted).
     pub default_group_id: String,
+}
+
+/// One of a user's accounts, for the account switcher.
+#[derive(Debug, Clone)]
+pub struct AccountChoice {
+    /// Account id.
+    pub account_id: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// The user behind a valid session.
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    /// User id.
+    pub user_id: String,
+    /// Their email.
+    pub email: String,
+    /// The account they are looking at; None when they belong to none (any more).
+    pub account: Option<SessionAccount>,
+    /// Every account they belong to, oldest membership first.
+    pub accounts: Vec<AccountChoice>,
 }
 
 /// What a re-entered password came to (the confirmation of a sensitive action, the password change).
@@ -78,101 +91,6 @@ pub enum SignIn {
 }
 
 impl Db {
-    /// An invitation for `email`, creating the account (with API access, and its default group) when there is
-    /// none. Earlier unused invitations of the account stop working: only the newest URL is live.
-    pub async fn invite(&self, email: &str) -> Result<Invite, StoreError> {
-        let account_id = match self.find_account(email).await {
-            Ok(a) => a.id,
-            Err(StoreError::NotFound(Entity::Account)) => {
-                match self.create_account(email, true).await {
-                    Ok(a) => a.id,
-                    // Created by a concurrent invitation a moment ago.
-                    Err(StoreError::Conflict(_)) => self.find_account(email).await?.id,
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(e) => return Err(e),
-        };
-        let token = SecretToken::generate();
-        let now = Micros::now().0;
-        let expires_at = Micros(now + INVITE_TTL_MICROS);
-        let mut tx = self.begin_write().await?;
-        sqlx::query("DELETE FROM invites WHERE account_id = $1")
-            .bind(&account_id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("INSERT INTO invites (token_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)")
-            .bind(token.hash())
-            .bind(&account_id)
-            .bind(now)
-            .bind(expires_at.0)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(Invite {
-            token,
-            account_id,
-            expires_at,
-        })
-    }
-
-    /// The email an unused, unexpired invitation is for, or None.
-    pub async fn invited_email(&self, token: &SecretToken) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query(
-            "SELECT a.email FROM invites i JOIN accounts a ON a.id = i.account_id \
-             WHERE i.token_hash = $1 AND i.expires_at > $2 AND a.disabled = 0",
-        )
-        .bind(token.hash())
-        .bind(Micros::now().0)
-        .fetch_optional(&self.read)
-        .await?;
-        Ok(row.map(|r| r.try_get("email")).transpose()?)
-    }
-
-    /// Uses an invitation: sets the password, spends the invitation, ends the account's other sessions and
-    /// opens a new one. None when the invitation is unknown, used or expired.
-    pub async fn accept_invite(
-        &self,
-        token: &SecretToken,
-        password: &Password,
-    ) -> Result<Option<NewSession>, StoreError> {
-        // Looked up before hashing: a made-up, used or expired token costs a read, never an argon2 computation.
-        if self.invited_email(token).await?.is_none() {
-            return Ok(None);
-        }
-        let phc = self.hashing.hash(password).await?;
-        let now = Micros::now().0;
-        let mut tx = self.begin_write().await?;
-        // Deleting the row is what spends it: of two concurrent uses, one deletes it and the other finds nothing.
-        let row = sqlx::query(
-            "DELETE FROM invites WHERE token_hash = $1 AND expires_at > $2 RETURNING account_id",
-        )
-        .bind(token.hash())
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let account_id: String = row.try_get("account_id")?;
-        let updated =
-            sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2 AND disabled = 0")
-                .bind(&phc)
-                .bind(&account_id)
-                .execute(&mut *tx)
-                .await?;
-        if updated.rows_affected() == 0 {
-            return Ok(None);
-        }
-        sqlx::query("DELETE FROM sessions WHERE account_id = $1")
-            .bind(&account_id)
-            .execute(&mut *tx)
-            .await?;
-        let session = insert_session(&mut tx, &account_id, now).await?;
-        tx.commit().await?;
-        Ok(Some(session))
-    }
-
     /// A sign-in attempt from `ip` (the client address's throttle key). Each attempt is counted per email and per
     /// address before the password is checked ([`crate::password_throttle`]); past [`crate::THROTTLE_FAILURES`]
     /// failed or unfinished checks in the window on either, the password is not even looked at.
@@ -191,11 +109,11 @@ impl Db {
             Reserved::Go(r) => r,
             Reserved::Throttled(retry_after) => return Ok(SignIn::Throttled { retry_after }),
         };
-        let row = sqlx::query("SELECT id, password_hash, disabled FROM accounts WHERE email = $1")
+        let row = sqlx::query("SELECT id, password_hash, disabled FROM users WHERE email = $1")
             .bind(&email)
             .fetch_optional(&self.read)
             .await?;
-        let (account, phc) = match &row {
+        let (user, phc) = match &row {
             Some(r) => (
                 Some((
                     r.try_get::<String, _>("id")?,
@@ -208,11 +126,11 @@ impl Db {
         // Busy (no hashing permit in time): the reserved check stays counted, as a failure would. It is one of the
         // attempts the throttle allows, and a flood that makes the origin busy should not get them back.
         let matches = self.hashing.verify(password, phc).await?;
-        match account {
-            Some((account_id, false)) if matches => {
+        match user {
+            Some((user_id, false)) if matches => {
                 let mut tx = self.begin_write().await?;
                 release(&mut tx, &reservation, Some(&subjects[0])).await?;
-                let session = insert_session(&mut tx, &account_id, now).await?;
+                let session = insert_session(&mut tx, &user_id, None, now).await?;
                 tx.commit().await?;
                 Ok(SignIn::Ok(session))
             }
@@ -221,20 +139,20 @@ impl Db {
         }
     }
 
-    /// Checks the password of a signed-in account again (changing the password, confirming a sensitive action),
+    /// Checks the password of a signed-in user again (changing the password, confirming a sensitive action),
     /// under the same throttle as sign-in: the account's email and the client address `ip` are each charged
     /// before the check and cleared of their failures by a right answer.
     pub async fn check_password(
         &self,
-        account_id: &str,
+        user_id: &str,
         password: &str,
         ip: &str,
     ) -> Result<PasswordCheck, StoreError> {
-        let row = sqlx::query("SELECT email, password_hash FROM accounts WHERE id = $1")
-            .bind(account_id)
+        let row = sqlx::query("SELECT email, password_hash FROM users WHERE id = $1")
+            .bind(user_id)
             .fetch_optional(&self.read)
             .await?
-            .ok_or(StoreError::NotFound(Entity::Account))?;
+            .ok_or(StoreError::NotFound(Entity::User))?;
         let email: String = row.try_get("email")?;
         let phc: Option<String> = row.try_get("password_hash")?;
         let subjects = [email_subject(&email), ip_subject(ip)];
@@ -253,13 +171,15 @@ impl Db {
         Ok(PasswordCheck::Right)
     }
 
-    /// The account of a live session, refreshing its idle timer; None when the session is unknown, idle too
-    /// long, too old, or its account is disabled.
-    pub async fn session(&self, token: &SecretToken) -> Result<Option<SessionAccount>, StoreError> {
+    /// The user of a live session and the account they are looking at, refreshing the idle timer; None when the
+    /// session is unknown, idle too long, too old, or its user is disabled. The membership is read on every call,
+    /// so a removed member's session loses that account at once: it moves to the user's oldest remaining account
+    /// (an enabled one), or to none.
+    pub async fn session(&self, token: &SecretToken) -> Result<Option<SessionUser>, StoreError> {
         let now = Micros::now().0;
         let row = sqlx::query(
-            "SELECT s.account_id, s.created_at, s.last_seen_at, a.email, a.default_group_id, a.disabled \
-             FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.id_hash = $1",
+            "SELECT s.user_id, s.account_id, s.created_at, s.last_seen_at, u.email, u.disabled \
+             FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1",
         )
         .bind(token.hash())
         .fetch_optional(&self.read)
@@ -276,18 +196,84 @@ impl Db {
             self.end_session(token).await?;
             return Ok(None);
         }
-        if now - last_seen_at >= TOUCH_EVERY_MICROS {
-            sqlx::query("UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2")
-                .bind(now)
-                .bind(token.hash())
-                .execute(&self.write)
-                .await?;
+        let user_id: String = row.try_get("user_id")?;
+        let looking_at: Option<String> = row.try_get("account_id")?;
+        let memberships = sqlx::query(
+            "SELECT m.account_id, m.role, a.name, a.default_group_id FROM memberships m \
+             JOIN accounts a ON a.id = m.account_id WHERE m.user_id = $1 AND a.disabled = 0 \
+             ORDER BY m.created_at, m.account_id",
+        )
+        .bind(&user_id)
+        .fetch_all(&self.read)
+        .await?;
+        let mut accounts = Vec::with_capacity(memberships.len());
+        let mut current = None;
+        for m in &memberships {
+            let account = SessionAccount {
+                account_id: m.try_get("account_id")?,
+                name: m.try_get("name")?,
+                role: parse_role(&m.try_get::<String, _>("role")?)?,
+                default_group_id: m.try_get("default_group_id")?,
+            };
+            accounts.push(AccountChoice {
+                account_id: account.account_id.clone(),
+                name: account.name.clone(),
+            });
+            if looking_at.as_deref() == Some(account.account_id.as_str()) {
+                current = Some(account);
+            }
         }
-        Ok(Some(SessionAccount {
-            account_id: row.try_get("account_id")?,
+        // Not (or no longer) a member of the account the session was on: the oldest remaining one.
+        if current.is_none() {
+            if let Some(m) = memberships.first() {
+                current = Some(SessionAccount {
+                    account_id: m.try_get("account_id")?,
+                    name: m.try_get("name")?,
+                    role: parse_role(&m.try_get::<String, _>("role")?)?,
+                    default_group_id: m.try_get("default_group_id")?,
+                });
+            }
+        }
+        let moved = current.as_ref().map(|a| a.account_id.as_str()) != looking_at.as_deref();
+        if moved || now - last_seen_at >= TOUCH_EVERY_MICROS {
+            sqlx::query(
+                "UPDATE sessions SET last_seen_at = $1, account_id = $2 WHERE id_hash = $3",
+            )
+            .bind(now)
+            .bind(current.as_ref().map(|a| a.account_id.clone()))
+            .bind(token.hash())
+            .execute(&self.write)
+            .await?;
+        }
+        Ok(Some(SessionUser {
+            user_id,
             email: row.try_get("email")?,
-            default_group_id: row.try_get("default_group_id")?,
+            account: current,
+            accounts,
         }))
+    }
+
+    /// Points a session at another of its user's accounts (the account switcher). Not a member: not found.
+    pub async fn switch_account(
+        &self,
+        token: &SecretToken,
+        user_id: &str,
+        account_id: &str,
+    ) -> Result<(), StoreError> {
+        let updated = sqlx::query(
+            "UPDATE sessions SET account_id = $1 WHERE id_hash = $2 AND user_id = $3 AND EXISTS \
+             (SELECT 1 FROM memberships m JOIN accounts a ON a.id = m.account_id \
+              WHERE m.user_id = $3 AND m.account_id = $1 AND a.disabled = 0)",
+        )
+        .bind(account_id)
+        .bind(token.hash())
+        .bind(user_id)
+        .execute(&self.write)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Account));
+        }
+        Ok(())
     }
 
     /// Ends a session (sign-out); nothing happens for an unknown one.
@@ -300,28 +286,28 @@ impl Db {
     }
 
     /// Changes the password after checking the current one ([`Db::check_password`], throttled like sign-in);
-    /// the account's other sessions end. Anything but [`PasswordCheck::Right`] changes nothing.
+    /// the user's other sessions end. Anything but [`PasswordCheck::Right`] changes nothing.
     pub async fn change_password(
         &self,
-        account_id: &str,
+        user_id: &str,
         keep: &SecretToken,
         current: &str,
         new: &Password,
         ip: &str,
     ) -> Result<PasswordCheck, StoreError> {
-        let check = self.check_password(account_id, current, ip).await?;
+        let check = self.check_password(user_id, current, ip).await?;
         if check != PasswordCheck::Right {
             return Ok(check);
         }
         let new_phc = self.hashing.hash(new).await?;
         let mut tx = self.begin_write().await?;
-        sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2")
+        sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
             .bind(&new_phc)
-            .bind(account_id)
+            .bind(user_id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM sessions WHERE account_id = $1 AND id_hash <> $2")
-            .bind(account_id)
+        sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2")
+            .bind(user_id)
             .bind(keep.hash())
             .execute(&mut *tx)
             .await?;
@@ -334,7 +320,12 @@ impl Db {
     /// forever (an expired session goes only when its cookie comes back). Returns how many rows went.
     pub async fn prune_web_auth(&self, now: Micros) -> Result<u64, StoreError> {
         let now = now.0;
-        let invites = sqlx::query("DELETE FROM invites WHERE expires_at <= $1")
+        let invites = sqlx::query("DELETE FROM invitations WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&self.write)
+            .await?
+            .rows_affected();
+        let resets = sqlx::query("DELETE FROM password_resets WHERE expires_at <= $1")
             .bind(now)
             .execute(&self.write)
             .await?
@@ -346,58 +337,130 @@ impl Db {
                 .execute(&self.write)
                 .await?
                 .rows_affected();
-        Ok(invites + sessions + self.prune_password_checks(now).await?)
+        Ok(invites + resets + sessions + self.prune_password_checks(now).await?)
     }
 
-    /// Sets a password directly (the operator's seeding of a demo account); other sessions end.
+    /// Sets the password of the user with `email` directly (the operator's `set-password`, the seeding of a demo
+    /// account). With no such user but an account of that email (made by `admin account create`), the user is
+    /// made as the account's owner. The user's sessions end. Returns the user's id.
     pub async fn set_password(
         &self,
-        account_id: &str,
+        email: &str,
         password: &Password,
-    ) -> Result<(), StoreError> {
+    ) -> Result<String, StoreError> {
+        let email = normalise_email(email)?;
         let phc = self.hashing.hash(password).await?;
+        let now = Micros::now().0;
         let mut tx = self.begin_write().await?;
-        let updated = sqlx::query("UPDATE accounts SET password_hash = $1 WHERE id = $2")
+        let user = sqlx::query("UPDATE users SET password_hash = $1 WHERE email = $2 RETURNING id")
             .bind(&phc)
-            .bind(account_id)
-            .execute(&mut *tx)
+            .bind(&email)
+            .fetch_optional(&mut *tx)
             .await?;
-        if updated.rows_affected() == 0 {
-            return Err(StoreError::NotFound(Entity::Account));
-        }
-        sqlx::query("DELETE FROM sessions WHERE account_id = $1")
-            .bind(account_id)
+        let user_id: String = match user {
+            Some(r) => r.try_get("id")?,
+            None => {
+                let account = sqlx::query("SELECT id FROM accounts WHERE email = $1")
+                    .bind(&email)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .ok_or(StoreError::NotFound(Entity::User))?;
+                let account_id: String = account.try_get("id")?;
+                let user_id = insert_user(&mut tx, &email, &phc, now).await?;
+                insert_membership(&mut tx, &account_id, &user_id, Role::Owner, now).await?;
+                user_id
+            }
+        };
+        sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+            .bind(&user_id)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(user_id)
     }
 }
 
-async fn insert_session(
+/// Inserts a user; returns its id. An email taken meanwhile is a conflict.
+pub(crate) async fn insert_user(
+    tx: &mut sqlx::AnyConnection,
+    email: &str,
+    phc: &str,
+    now: i64,
+) -> Result<String, StoreError> {
+    let id = new_id();
+    let inserted = sqlx::query(
+        "INSERT INTO users (id, email, password_hash, disabled, created_at) VALUES ($1, $2, $3, 0, $4)",
+    )
+    .bind(&id)
+    .bind(email)
+    .bind(phc)
+    .bind(now)
+    .execute(&mut *tx)
+    .await;
+    match inserted {
+        Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict(format!(
+            "a user with email {email} exists"
+        ))),
+        r => r.map(|_| id).map_err(Into::into),
+    }
+}
+
+/// Makes `user_id` a member of `account_id` with `role`; a user who already is keeps their role.
+pub(crate) async fn insert_membership(
     tx: &mut sqlx::AnyConnection,
     account_id: &str,
+    user_id: &str,
+    role: Role,
+    now: i64,
+) -> Result<bool, StoreError> {
+    let inserted = sqlx::query(
+        "INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (account_id, user_id) DO NOTHING",
+    )
+    .bind(account_id)
+    .bind(user_id)
+    .bind(role.as_str())
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// A stored role name; anything else is a broken invariant (the column has a CHECK).
+pub(crate) fn parse_role(raw: &str) -> Result<Role, StoreError> {
+    raw.parse()
+        .map_err(|_| StoreError::Internal(format!("stored role {raw:?}")))
+}
+
+/// A new session of `user_id`, looking at `account_id` (None: [`Db::session`] picks their oldest account).
+pub(crate) async fn insert_session(
+    tx: &mut sqlx::AnyConnection,
+    user_id: &str,
+    account_id: Option<&str>,
     now: i64,
 ) -> Result<NewSession, StoreError> {
     let token = SecretToken::generate();
-    sqlx::query("INSERT INTO sessions (id_hash, account_id, created_at, last_seen_at) VALUES ($1, $2, $3, $3)")
-        .bind(token.hash())
-        .bind(account_id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO sessions (id_hash, user_id, account_id, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $4)",
+    )
+    .bind(token.hash())
+    .bind(user_id)
+    .bind(account_id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
     Ok(NewSession {
         token,
-        account_id: account_id.to_owned(),
+        user_id: user_id.to_owned(),
     })
 }
 
-/// The throttle's subject for an email (normalised as accounts store it).
-fn email_subject(email: &str) -> String {
+/// The throttle's subject for an email (normalised as users store it).
+pub(crate) fn email_subject(email: &str) -> String {
     format!("email:{email}")
 }
 
 /// The throttle's subject for a client address key (at most an IPv6 /64 in text: bounded by the caller).
-fn ip_subject(ip: &str) -> String {
+pub(crate) fn ip_subject(ip: &str) -> String {
     format!("ip:{}", ip.chars().take(64).collect::<String>())
 }

@@ -1,30 +1,51 @@
-//! Invitation, sign-in, sign-out and the profile's password change.
+//! Sign-in, sign-out and the profile's password change.
 
 use super::{Done, nav, see_other};
 use crate::DashboardState;
 use crate::client::ClientKey;
 use crate::error::DashboardError;
-use crate::forms::{ChangePasswordForm, CsrfOnly, NewPasswordForm, SignInForm};
+use crate::forms::{ChangePasswordForm, CsrfOnly, SignInForm};
 use crate::session::{self, SignedIn};
-use crate::views::{InvitePage, ProfilePage, SignInPage, render};
+use crate::views::{ProfilePage, SignInPage, render};
 use axum::Form;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use shortlink_store::domain::{MAX_PASSWORD_CHARS, Password, SecretToken};
+use shortlink_store::domain::{MAX_PASSWORD_CHARS, Password};
 use shortlink_store::{PasswordCheck, SignIn};
 
 /// The one message for a wrong email or a wrong password: it does not say which.
 const REFUSED: &str = "Wrong email or password.";
 
-/// `GET /dashboard/sign-in`; a signed-in visitor goes straight to their links.
+/// Where to go after signing in: `?next=` when it is one of the dashboard's own invitation pages (an existing
+/// user accepting an invitation), never anywhere else, so the parameter cannot send anyone off-site.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub(crate) struct Next {
+    next: String,
+}
+
+/// `next` if it is a safe place to go after sign-in, else None.
+pub(crate) fn safe_next(next: &str) -> Option<String> {
+    let rest = next.strip_prefix("/dashboard/invite/")?;
+    (!rest.is_empty()
+        && rest.len() <= 128
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    .then(|| next.to_owned())
+}
+
+/// `GET /dashboard/sign-in`; a signed-in visitor goes straight to their links (or where `next` says).
 pub(crate) async fn sign_in_page(
     State(state): State<DashboardState>,
     headers: HeaderMap,
+    Query(next): Query<Next>,
 ) -> Result<Response, DashboardError> {
+    let next = safe_next(&next.next);
     if let Some(token) = session::token(&headers, state.secure_cookies) {
         if state.db.session(&token).await?.is_some() {
-            return Ok(see_other("/dashboard/"));
+            return Ok(see_other(next.as_deref().unwrap_or("/dashboard/")));
         }
     }
     Ok(render(&SignInPage {
@@ -32,6 +53,7 @@ pub(crate) async fn sign_in_page(
         title: "Sign in",
         email: String::new(),
         error: None,
+        next: next.unwrap_or_default(),
     })
     .into_response())
 }
@@ -44,6 +66,7 @@ pub(crate) async fn sign_in(
     Form(form): Form<SignInForm>,
 ) -> Result<Response, DashboardError> {
     let email: String = form.email.chars().take(254).collect();
+    let next = safe_next(&form.next);
     let outcome = if form.password.chars().count() > MAX_PASSWORD_CHARS {
         // No password this long was ever set; not worth a hash.
         SignIn::Refused
@@ -56,7 +79,7 @@ pub(crate) async fn sign_in(
             if let Some(old) = session::token(&headers, state.secure_cookies) {
                 state.db.end_session(&old).await?;
             }
-            let mut r = see_other("/dashboard/");
+            let mut r = see_other(next.as_deref().unwrap_or("/dashboard/"));
             r.headers_mut().insert(
                 header::SET_COOKIE,
                 session::set_cookie(&new.token, state.secure_cookies),
@@ -85,6 +108,7 @@ pub(crate) async fn sign_in(
             title: "Sign in",
             email,
             error: Some(message),
+            next: next.unwrap_or_default(),
         }),
     )
         .into_response();
@@ -110,66 +134,6 @@ pub(crate) async fn sign_out(
     Ok(r)
 }
 
-fn invite_view(email: Option<String>, token: &str, error: Option<String>) -> InvitePage {
-    InvitePage {
-        nav: None,
-        title: "Set your password",
-        email,
-        action: format!("/dashboard/invite/{token}"),
-        error,
-    }
-}
-
-/// `GET /dashboard/invite/{token}`.
-pub(crate) async fn invite_page_get(
-    State(state): State<DashboardState>,
-    Path(raw): Path<String>,
-) -> Result<Response, DashboardError> {
-    let Some(token) = SecretToken::parse(&raw) else {
-        return Ok((StatusCode::NOT_FOUND, render(&invite_view(None, "", None))).into_response());
-    };
-    let email = state.db.invited_email(&token).await?;
-    let status = if email.is_some() {
-        StatusCode::OK
-    } else {
-        StatusCode::NOT_FOUND
-    };
-    Ok((status, render(&invite_view(email, token.expose(), None))).into_response())
-}
-
-/// `POST /dashboard/invite/{token}`: sets the password, spends the invitation, signs in.
-pub(crate) async fn accept_invite(
-    State(state): State<DashboardState>,
-    Path(raw): Path<String>,
-    Form(form): Form<NewPasswordForm>,
-) -> Result<Response, DashboardError> {
-    let Some(token) = SecretToken::parse(&raw) else {
-        return Ok((StatusCode::NOT_FOUND, render(&invite_view(None, "", None))).into_response());
-    };
-    let password = match Password::new(&form.password, &form.confirm) {
-        Ok(p) => p,
-        Err(e) => {
-            let email = state.db.invited_email(&token).await?;
-            return Ok((
-                StatusCode::UNPROCESSABLE_ENTITY,
-                render(&invite_view(email, token.expose(), Some(e.0))),
-            )
-                .into_response());
-        }
-    };
-    match state.db.accept_invite(&token, &password).await? {
-        Some(session) => {
-            let mut r = see_other("/dashboard/");
-            r.headers_mut().insert(
-                header::SET_COOKIE,
-                session::set_cookie(&session.token, state.secure_cookies),
-            );
-            Ok(r)
-        }
-        None => Ok((StatusCode::NOT_FOUND, render(&invite_view(None, "", None))).into_response()),
-    }
-}
-
 fn profile_page(
     user: &SignedIn,
     error: Option<String>,
@@ -178,7 +142,7 @@ fn profile_page(
     ProfilePage {
         nav: nav(user, "profile"),
         title: "Profile",
-        email: user.account.email.clone(),
+        email: user.user.email.clone(),
         csrf: user.csrf.clone(),
         error,
         notice,
@@ -212,7 +176,7 @@ pub(crate) async fn change_password(
         state
             .db
             .change_password(
-                &user.account.account_id,
+                &user.user.user_id,
                 &user.token,
                 &form.current,
                 &new,
@@ -239,6 +203,27 @@ pub(crate) async fn change_password(
             r.headers_mut()
                 .insert(header::RETRY_AFTER, retry_after.into());
             Ok(r)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn next_stays_on_invitation_pages() {
+        assert!(safe_next("/dashboard/invite/abc_DEF-123").is_some());
+        for bad in [
+            "",
+            "/dashboard/",
+            "https://evil.example/",
+            "//evil.example/dashboard/invite/x",
+            "/dashboard/invite/",
+            "/dashboard/invite/x/../../y",
+            "/dashboard/invite/x?y=1",
+        ] {
+            assert!(safe_next(bad).is_none(), "{bad}");
         }
     }
 }

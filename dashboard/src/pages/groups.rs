@@ -7,12 +7,14 @@ use crate::error::DashboardError;
 use crate::forms::{GroupForm, SettingsForm as SettingsBody};
 use crate::reauth::{self, ConfirmForm};
 use crate::session::SignedIn;
-use crate::views::{ConfirmPage, GroupItem, GroupPage, GroupsPage, SettingsForm, render};
+use crate::views::{
+    Abilities, ConfirmPage, GroupItem, GroupPage, GroupsPage, SettingsForm, render,
+};
 use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use shortlink_store::domain::GroupSettings;
+use shortlink_store::domain::{GroupSettings, Permission};
 use shortlink_store::{GroupRow, StoreError};
 
 async fn groups_page(
@@ -41,6 +43,7 @@ async fn groups_page(
     });
     Ok(GroupsPage {
         nav: nav(user, "groups"),
+        may: Abilities::of(user.account.role),
         title: "Groups",
         csrf: user.csrf.clone(),
         groups,
@@ -69,6 +72,7 @@ pub(crate) async fn create(
     Form(form): Form<GroupForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    user.require(Permission::ManageGroups)?;
     charge_change(&state, &user).await?;
     match state
         .db
@@ -77,6 +81,7 @@ pub(crate) async fn create(
             &form.name,
             &GroupSettings::default(),
             state.max_groups_per_account,
+            &user.actor(),
         )
         .await
     {
@@ -137,11 +142,17 @@ async fn group_page(
         .collect();
     Ok(GroupPage {
         nav: nav(user, "groups"),
+        may: Abilities::of(user.account.role),
         title: group.name.clone(),
         csrf: user.csrf.clone(),
         id: group.id,
         name: group.name,
-        key: group.key,
+        // The key is for members and up; a viewer's page never carries it.
+        key: if user.may(Permission::EditLinks) {
+            group.key
+        } else {
+            String::new()
+        },
         is_default: group.is_default,
         settings,
         domains,
@@ -221,6 +232,7 @@ pub(crate) async fn save_settings(
     Form(form): Form<SettingsBody>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    user.require(Permission::ManageGroups)?;
     let group = own_group(&state, &user, &id).await?;
     let message = match parse_settings(&form) {
         Ok(settings) => {
@@ -232,6 +244,7 @@ pub(crate) async fn save_settings(
                     &group.id,
                     None,
                     Some(&settings),
+                    &user.actor(),
                 )
                 .await
             {
@@ -312,6 +325,7 @@ pub(crate) async fn confirm_rotate(
     user: SignedIn,
     Path(id): Path<String>,
 ) -> Result<Response, DashboardError> {
+    user.require(Permission::ManageGroups)?;
     let group = own_group(&state, &user, &id).await?;
     Ok(render(&confirm_rotate_page(&user, &group)).into_response())
 }
@@ -325,6 +339,7 @@ pub(crate) async fn rotate(
     Form(form): Form<ConfirmForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    user.require(Permission::ManageGroups)?;
     let group = own_group(&state, &user, &id).await?;
     let page = confirm_rotate_page(&user, &group);
     if let Some(refused) = reauth::confirm(&state, &user, &client, &form, page).await? {
@@ -333,7 +348,7 @@ pub(crate) async fn rotate(
     charge_change(&state, &user).await?;
     state
         .db
-        .rotate_group_key(Some(&user.account.account_id), &group.id)
+        .rotate_group_key(Some(&user.account.account_id), &group.id, &user.actor())
         .await?;
     state.wake.notify_one();
     Ok(see_other(&format!(
@@ -348,6 +363,7 @@ pub(crate) async fn confirm_delete(
     user: SignedIn,
     Path(id): Path<String>,
 ) -> Result<Response, DashboardError> {
+    user.require(Permission::ManageGroups)?;
     let group = own_group(&state, &user, &id).await?;
     if group.is_default {
         return Err(DashboardError::NotFound);
@@ -364,6 +380,7 @@ pub(crate) async fn delete(
     Form(form): Form<ConfirmForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    user.require(Permission::ManageGroups)?;
     let group = own_group(&state, &user, &id).await?;
     if group.is_default {
         return Err(DashboardError::NotFound);
@@ -375,7 +392,7 @@ pub(crate) async fn delete(
     charge_change(&state, &user).await?;
     match state
         .db
-        .delete_group(Some(&user.account.account_id), &group.id)
+        .delete_group(Some(&user.account.account_id), &group.id, &user.actor())
         .await
     {
         Ok(()) | Err(StoreError::NotFound(_)) => {}

@@ -11,6 +11,7 @@ use crate::views::{ConfirmPage, KeyPage, KeyView, render};
 use axum::Form;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
+use shortlink_store::domain::Permission;
 
 async fn page(
     state: &DashboardState,
@@ -18,6 +19,7 @@ async fn page(
     new_key: Option<String>,
     notice: Option<&'static str>,
 ) -> Result<Response, DashboardError> {
+    user.require(Permission::ManageApiKey)?;
     let key = state.db.api_key_info(&user.account.account_id).await?.map(
         |(masked, created, last_used)| KeyView {
             masked,
@@ -82,18 +84,21 @@ fn confirm_page(
 }
 
 /// `GET /dashboard/key/generate`: the confirmation.
-pub(crate) async fn confirm_generate(user: SignedIn) -> Response {
-    render(&confirm_page(&user, GENERATE)).into_response()
+pub(crate) async fn confirm_generate(user: SignedIn) -> Result<Response, DashboardError> {
+    user.require(Permission::ManageApiKey)?;
+    Ok(render(&confirm_page(&user, GENERATE)).into_response())
 }
 
 /// `GET /dashboard/key/regenerate`: the confirmation.
-pub(crate) async fn confirm_regenerate(user: SignedIn) -> Response {
-    render(&confirm_page(&user, REGENERATE)).into_response()
+pub(crate) async fn confirm_regenerate(user: SignedIn) -> Result<Response, DashboardError> {
+    user.require(Permission::ManageApiKey)?;
+    Ok(render(&confirm_page(&user, REGENERATE)).into_response())
 }
 
 /// `GET /dashboard/key/revoke`: the confirmation.
-pub(crate) async fn confirm_revoke(user: SignedIn) -> Response {
-    render(&confirm_page(&user, REVOKE)).into_response()
+pub(crate) async fn confirm_revoke(user: SignedIn) -> Result<Response, DashboardError> {
+    user.require(Permission::ManageApiKey)?;
+    Ok(render(&confirm_page(&user, REVOKE)).into_response())
 }
 
 /// `POST /dashboard/key/generate`, with the password.
@@ -125,12 +130,17 @@ async fn new_key(
     form: &ConfirmForm,
     which: (&str, &str, &str, &'static str),
 ) -> Result<Response, DashboardError> {
+    user.check_csrf(&form.csrf)?;
+    user.require(Permission::ManageApiKey)?;
     if let Some(refused) =
         reauth::confirm(state, user, client, form, confirm_page(user, which)).await?
     {
         return Ok(refused);
     }
-    let key = state.db.generate_api_key(&user.account.account_id).await?;
+    let key = state
+        .db
+        .generate_api_key(&user.account.account_id, &user.actor())
+        .await?;
     page(state, user, Some(key.expose().to_owned()), None).await
 }
 
@@ -141,11 +151,16 @@ pub(crate) async fn revoke(
     ClientKey(client): ClientKey,
     Form(form): Form<ConfirmForm>,
 ) -> Result<Response, DashboardError> {
+    user.check_csrf(&form.csrf)?;
+    user.require(Permission::ManageApiKey)?;
     if let Some(refused) =
         reauth::confirm(&state, &user, &client, &form, confirm_page(&user, REVOKE)).await?
     {
         return Ok(refused);
     }
-    state.db.revoke_api_key(&user.account.account_id).await?;
+    state
+        .db
+        .revoke_api_key(&user.account.account_id, &user.actor())
+        .await?;
     Ok(see_other("/dashboard/key?done=revoked"))
 }

@@ -8,14 +8,14 @@ use crate::error::DashboardError;
 use crate::forms::{CsrfOnly, EditForm, LinkForm, ListParams};
 use crate::session::SignedIn;
 use crate::views::{
-    Choice, ConfirmPage, CountRow, CreateForm, LinkItem, LinkPage, LinksPage, render,
+    Abilities, Choice, ConfirmPage, CountRow, CreateForm, LinkItem, LinkPage, LinksPage, render,
 };
 use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use link_qr::{Format, QrRequest};
-use shortlink_store::domain::{Day, LongUrl, MatchMode, Micros, ShortCode};
+use shortlink_store::domain::{Day, LongUrl, MatchMode, Micros, Permission, ShortCode};
 use shortlink_store::{
     CreateLink, Creator, LinkPatch, ListedLink, StatsScope, StoreError, ValueCount,
 };
@@ -152,6 +152,7 @@ async fn links_page(
         .collect();
     Ok(LinksPage {
         nav: nav(user, "links"),
+        may: Abilities::of(user.account.role),
         title: "Links",
         csrf: user.csrf.clone(),
         links,
@@ -177,6 +178,7 @@ pub(crate) async fn create(
     Form(form): Form<LinkForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    user.require(Permission::EditLinks)?;
     let mut shown = CreateForm {
         long_url: form.long_url.chars().take(4096).collect(),
         short_code: form.short_code.chars().take(100).collect(),
@@ -206,6 +208,7 @@ pub(crate) async fn create(
         domain_id: uuid(&form.domain_id),
         expires_at: None,
         forward_query: true,
+        actor: user.actor(),
     };
     match state.db.create_link(&request).await {
         Ok(_) => {
@@ -312,6 +315,7 @@ async fn link_page(
     });
     Ok(LinkPage {
         nav: nav(user, "links"),
+        may: Abilities::of(user.account.role),
         title: link.short_url(),
         csrf: user.csrf.clone(),
         short_url: link.short_url(),
@@ -350,6 +354,7 @@ pub(crate) async fn edit(
     Form(form): Form<EditForm>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    user.require(Permission::EditLinks)?;
     let link = own_link(&state, &user, &id).await?;
     let typed = (
         form.long_url.chars().take(4096).collect::<String>(),
@@ -366,7 +371,7 @@ pub(crate) async fn edit(
     charge_change(&state, &user).await?;
     match state
         .db
-        .update_link(&user.account.account_id, &link.id, &patch)
+        .update_link(&user.account.account_id, &link.id, &patch, &user.actor())
         .await
     {
         Ok(_) => {
@@ -427,6 +432,7 @@ async fn set_active(
     active: bool,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    user.require(Permission::EditLinks)?;
     let link = own_link(state, user, id).await?;
     let patch = LinkPatch {
         is_active: Some(active),
@@ -435,7 +441,7 @@ async fn set_active(
     charge_change(state, user).await?;
     state
         .db
-        .update_link(&user.account.account_id, &link.id, &patch)
+        .update_link(&user.account.account_id, &link.id, &patch, &user.actor())
         .await?;
     state.wake.notify_one();
     let done = if active { "resumed" } else { "paused" };
@@ -472,6 +478,7 @@ pub(crate) async fn confirm_delete(
     user: SignedIn,
     Path(id): Path<String>,
 ) -> Result<Response, DashboardError> {
+    user.require(Permission::EditLinks)?;
     let link = own_link(&state, &user, &id).await?;
     Ok(render(&ConfirmPage {
         nav: nav(&user, "links"),
@@ -496,11 +503,12 @@ pub(crate) async fn delete(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, DashboardError> {
     user.check_csrf(&form.csrf)?;
+    user.require(Permission::EditLinks)?;
     let link = own_link(&state, &user, &id).await?;
     charge_change(&state, &user).await?;
     state
         .db
-        .delete_link(&user.account.account_id, &link.id)
+        .delete_link(&user.account.account_id, &link.id, &user.actor())
         .await?;
     state.wake.notify_one();
     Ok(see_other("/dashboard/?done=deleted"))

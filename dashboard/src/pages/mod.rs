@@ -1,14 +1,17 @@
 //! The handlers, one file per section of the dashboard. What they share: the header, the one-word notices after
 //! a redirect, and how a time is shown.
 
+pub(crate) mod activity;
 pub(crate) mod auth;
 pub(crate) mod domains;
 pub(crate) mod groups;
+pub(crate) mod invitations;
 pub(crate) mod key;
 pub(crate) mod links;
+pub(crate) mod members;
 
 use crate::session::SignedIn;
-use crate::views::Nav;
+use crate::views::{Abilities, Nav};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -17,9 +20,14 @@ use shortlink_store::{WriteCharge, WriteSubject};
 /// The header of a signed-in page.
 pub(crate) fn nav(user: &SignedIn, current: &'static str) -> Option<Nav> {
     Some(Nav {
-        email: user.account.email.clone(),
+        email: user.user.email.clone(),
         csrf: user.csrf.clone(),
         current,
+        account_id: user.account.account_id.clone(),
+        account_name: user.account.name.clone(),
+        role: user.account.role.as_str(),
+        accounts: user.user.accounts.clone(),
+        may: Abilities::of(user.account.role),
     })
 }
 
@@ -41,6 +49,12 @@ impl Done {
             "revoked" => "The key is revoked. Requests with it now get 401.",
             "rotated" => "The group has a new key. Tokens signed with the old key no longer work.",
             "password" => "Your password is changed. Your other sessions are signed out.",
+            "joined" => "Welcome: you joined the account.",
+            "switched" => "Switched account.",
+            "invited" => "Invitation made.",
+            "role" => "Role changed.",
+            "removed" => "Member removed.",
+            "renamed" => "Account renamed.",
             _ => return None,
         })
     }

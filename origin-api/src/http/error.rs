@@ -295,6 +295,8 @@ impl From<StoreError> for ApiError {
             StoreError::Busy { .. } => Self::Unavailable,
             // Duplicates the API never asks for (emails, hosts: operator commands), bad configuration, broken
             // invariants and unexpected database errors: logged, never shown.
+            // Member management is the dashboard's and the operator's: an API key acts for its whole account.
+            StoreError::Forbidden | StoreError::LastOwner => Self::Forbidden,
             StoreError::Conflict(_)
             | StoreError::Config(_)
             | StoreError::Internal(_)

@@ -11,8 +11,8 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use shortlink_store::GroupRow;
 use shortlink_store::domain::GroupSettings;
+use shortlink_store::{Actor, GroupRow};
 use utoipa::ToSchema;
 
 /// The routes of this resource.
@@ -187,6 +187,7 @@ pub(crate) async fn create_group(
             &body.name,
             &settings,
             state.limits.max_groups_per_account,
+            &Actor::ApiKey,
         )
         .await
         .map_err(ApiError::from);
@@ -262,6 +263,7 @@ pub(crate) async fn update_group(
             &id,
             body.name.as_deref(),
             settings.as_ref(),
+            &Actor::ApiKey,
         )
         .await
         .map_err(ApiError::from);
@@ -302,7 +304,7 @@ pub(crate) async fn delete_group(
     let limit = state.limits.charge(&state.db, &caller).await?;
     let deleted = state
         .db
-        .delete_group(Some(&caller.account_id), &id)
+        .delete_group(Some(&caller.account_id), &id, &Actor::ApiKey)
         .await
         .map_err(ApiError::from);
     Ok(limits::answer(
@@ -341,7 +343,7 @@ pub(crate) async fn rotate_key(
     let limit = state.limits.charge(&state.db, &caller).await?;
     let group = state
         .db
-        .rotate_group_key(Some(&caller.account_id), &id)
+        .rotate_group_key(Some(&caller.account_id), &id, &Actor::ApiKey)
         .await
         .map_err(ApiError::from);
     Ok(limits::answer(

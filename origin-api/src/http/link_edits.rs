@@ -12,8 +12,8 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Deserializer};
-use shortlink_store::LinkPatch;
 use shortlink_store::domain::LongUrl;
+use shortlink_store::{Actor, LinkPatch};
 use utoipa::ToSchema;
 
 /// The routes of this resource.
@@ -132,7 +132,7 @@ pub(crate) async fn patch_link(
     let limit = state.limits.charge(&state.db, &caller).await?;
     let link = state
         .db
-        .update_link(&caller.account_id, &id, &patch)
+        .update_link(&caller.account_id, &id, &patch, &Actor::ApiKey)
         .await
         .map_err(ApiError::from);
     Ok(limits::answer(
@@ -172,7 +172,7 @@ pub(crate) async fn delete_link(
     let limit = state.limits.charge(&state.db, &caller).await?;
     let deleted = state
         .db
-        .delete_link(&caller.account_id, &id)
+        .delete_link(&caller.account_id, &id, &Actor::ApiKey)
         .await
         .map_err(ApiError::from);
     Ok(limits::answer(

@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use shortlink_store::domain::{ListQuery, LongUrl, Micros, ShortCode};
-use shortlink_store::{AuthContext, CreateLink, Creator, DomainRow};
+use shortlink_store::{Actor, AuthContext, CreateLink, Creator, DomainRow};
 use utoipa::ToSchema;
 
 /// The routes of this resource.
@@ -83,6 +83,7 @@ impl CreateLinkBody {
             domain_id: parse_uuid("domain_id", self.domain_id)?,
             expires_at: self.expires_at.as_deref().map(parse_expiry).transpose()?,
             forward_query: self.forward_query.unwrap_or(true),
+            actor: Actor::ApiKey,
         })
     }
 }

@@ -1,5 +1,6 @@
 //! The HTTP surface: one router per resource, merged here with the cross-cutting layers.
 
+mod audit;
 mod bulk;
 mod client_ip;
 mod csv;
@@ -59,6 +60,7 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
             .merge(groups::router())
             .merge(dynamic::router())
             .merge(stats::router())
+            .merge(audit::router())
             .merge(health::router())
             .merge(openapi::router());
     }

@@ -50,6 +50,7 @@ pub(crate) fn router() -> axum::Router<AppState> {
         super::stats::stats,
         super::stats::group_stats,
         super::stats::account_stats,
+        super::audit::audit_log,
         super::health::healthz,
         openapi_json,
     ),
@@ -60,6 +61,7 @@ pub(crate) fn router() -> axum::Router<AppState> {
         (name = "groups", description = "Link groups of the key's account"),
         (name = "dynamic", description = "Client-built dynamic links"),
         (name = "stats", description = "Click statistics of the key's whole account"),
+        (name = "activity", description = "The activity log (audit trail) of the key's account"),
         (name = "operations", description = "Health and the API description"),
     ),
 )]

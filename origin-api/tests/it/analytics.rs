@@ -4,12 +4,19 @@
 //! migration's backfill of counters from clicks recorded before it.
 
 use crate::common::{Account, Engine, TestApp, TestDb, assert_error, json};
-use origin_api::retention::{self, Pruned};
+use origin_api::retention::{self, Pruned, Retention};
 use reqwest::Method;
 use serde_json::{Value, json};
+use shortlink_store::Actor;
 use shortlink_store::domain::{Day, Micros};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+
+/// Raw clicks kept 90 days (the default), the activity log its default.
+const CLICKS_90: Retention = Retention {
+    click_days: 90,
+    audit_days: 365,
+};
 
 const SECRET: &str = "internal-test-secret-0123456789abcdef";
 const DAY_MS: i64 = 86_400_000;
@@ -717,7 +724,7 @@ async fn raw_events_expire_and_statistics_stay(engine: Engine) {
     let (_, before) = get(&app, &acc.key, &path).await;
     assert_eq!(before["total"], 6);
 
-    let pruned = retention::prune(&app.db, 90, Micros::now(), || true)
+    let pruned = retention::prune(&app.db, CLICKS_90, Micros::now(), || true)
         .await
         .unwrap();
     assert_eq!(
@@ -727,7 +734,8 @@ async fn raw_events_expire_and_statistics_stay(engine: Engine) {
             batch_ids: 0,
             event_ids: 0,
             sign_in_rows: 0,
-            write_budget_rows: 0
+            write_budget_rows: 0,
+            audit_rows: 0,
         }
     );
     assert_eq!(raw_clicks(&app).await, 1);
@@ -737,7 +745,9 @@ async fn raw_events_expire_and_statistics_stay(engine: Engine) {
     let (_, dup) = report(&app, json!({"batch_id": batch, "events": []})).await;
     assert_eq!(dup["duplicate"], true);
     let later = Micros(Micros::now().0 + 8 * DAY_MS * 1_000);
-    let pruned = retention::prune(&app.db, 90, later, || true).await.unwrap();
+    let pruned = retention::prune(&app.db, CLICKS_90, later, || true)
+        .await
+        .unwrap();
     assert_eq!(pruned.batch_ids, 1);
     let (_, again) = report(&app, json!({"batch_id": batch, "events": []})).await;
     assert_eq!(again, json!({"stored": 0}));
@@ -860,7 +870,7 @@ async fn migration_counts_earlier_clicks(engine: Engine) {
     let app = TestApp::on(test_db).await;
     let key = app
         .db
-        .generate_api_key(&acc)
+        .generate_api_key(&acc, &Actor::Operator)
         .await
         .unwrap()
         .expose()
@@ -987,7 +997,9 @@ async fn events_with_ids_count_once_in_any_grouping(engine: Engine) {
 
     // Event ids are remembered for 7 days, like batch ids.
     let later = Micros(Micros::now().0 + 8 * DAY_MS * 1_000);
-    let pruned = retention::prune(&app.db, 90, later, || true).await.unwrap();
+    let pruned = retention::prune(&app.db, CLICKS_90, later, || true)
+        .await
+        .unwrap();
     assert_eq!(pruned.event_ids, 5);
     let late = json!({"events": [with_id("m1")]});
     assert_eq!(report(&app, late).await, (200, json!({"stored": 1})));

@@ -2,6 +2,7 @@
 
 use crate::common::{Engine, TestApp, assert_error, json};
 use reqwest::Method;
+use shortlink_store::Actor;
 
 const ENDPOINTS: [(&str, &str); 4] = [
     ("POST", "/api/v1/external/links/create-link"),
@@ -67,7 +68,11 @@ async fn regenerate_and_revoke(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let acc = app.account(true).await;
     let old = format!("Token {}", acc.key);
-    let new_key = app.db.generate_api_key(&acc.id).await.unwrap();
+    let new_key = app
+        .db
+        .generate_api_key(&acc.id, &Actor::Operator)
+        .await
+        .unwrap();
     let new = format!("Token {}", new_key.expose());
     for (method, path) in ENDPOINTS {
         let (s, body, _) = call(&app, method, path, Some(old.clone())).await;
@@ -75,13 +80,20 @@ async fn regenerate_and_revoke(engine: Engine) {
     }
     let (s, _, _) = call(&app, "GET", "/api/v1/external/groups", Some(new.clone())).await;
     assert_eq!(s, 200);
-    app.db.revoke_api_key(&acc.id).await.unwrap();
+    app.db
+        .revoke_api_key(&acc.id, &Actor::Operator)
+        .await
+        .unwrap();
     for (method, path) in ENDPOINTS {
         let (s, body, _) = call(&app, method, path, Some(new.clone())).await;
         assert_error(s, &body, 401, "not_authenticated");
     }
     // A new key can be generated after a revoke.
-    let again = app.db.generate_api_key(&acc.id).await.unwrap();
+    let again = app
+        .db
+        .generate_api_key(&acc.id, &Actor::Operator)
+        .await
+        .unwrap();
     let (s, _, _) = call(
         &app,
         "GET",

@@ -7,7 +7,7 @@
 use origin_api::startup::{Application, Settings};
 use serde_json::Value;
 use shortlink_store::domain::{GroupSettings, Hostname};
-use shortlink_store::{Db, DomainOwner, DomainRow};
+use shortlink_store::{Actor, Db, DomainOwner, DomainRow};
 use sqlx::Connection;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -265,7 +265,11 @@ impl TestApp {
     pub async fn account(&self, api_access: bool) -> Account {
         let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
         let acc = self.db.create_account(&email, api_access).await.unwrap();
-        let key = self.db.generate_api_key(&acc.id).await.unwrap();
+        let key = self
+            .db
+            .generate_api_key(&acc.id, &Actor::Operator)
+            .await
+            .unwrap();
         Account {
             id: acc.id,
             default_group_id: acc.default_group_id,
@@ -279,6 +283,7 @@ impl TestApp {
                 &Hostname::parse(host).unwrap(),
                 &DomainOwner::Platform,
                 None,
+                &Actor::Operator,
             )
             .await
             .unwrap()
@@ -290,6 +295,7 @@ impl TestApp {
                 &Hostname::parse(host).unwrap(),
                 &DomainOwner::Account(account.id.clone()),
                 None,
+                &Actor::Operator,
             )
             .await
             .unwrap()
@@ -297,7 +303,12 @@ impl TestApp {
 
     pub async fn group(&self, account: &Account, name: &str) -> String {
         self.db
-            .create_group(&account.id, name, &GroupSettings::default())
+            .create_group(
+                &account.id,
+                name,
+                &GroupSettings::default(),
+                &Actor::Operator,
+            )
             .await
             .unwrap()
             .id

@@ -7,7 +7,7 @@ use crate::common::{Engine, TestApp, assert_error, json};
 use futures::future::join_all;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use shortlink_store::StoreError;
+use shortlink_store::{Actor, StoreError};
 
 const LINKS: &str = "/api/v1/external/links";
 const PARALLEL: usize = 20;
@@ -52,7 +52,9 @@ async fn one_of_many_deletes_wins(engine: Engine) {
     );
     // The same through the store directly, without the HTTP layer's write budget in front (whose own
     // serialisation spaces the requests out a little).
-    let outcomes = join_all((0..PARALLEL).map(|_| app.db.delete_link(&acc.id, &ids[1]))).await;
+    let outcomes =
+        join_all((0..PARALLEL).map(|_| app.db.delete_link(&acc.id, &ids[1], &Actor::Operator)))
+            .await;
     let deleted = outcomes.iter().filter(|r| r.is_ok()).count();
     assert_eq!(deleted, 1, "{outcomes:?}");
     assert!(

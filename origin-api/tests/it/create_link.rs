@@ -2,6 +2,7 @@
 
 use crate::common::{Engine, TestApp, assert_error, json};
 use serde_json::json;
+use shortlink_store::Actor;
 
 fn is_uuid(v: &serde_json::Value) -> bool {
     v.as_str().is_some_and(|s| uuid::Uuid::try_parse(s).is_ok())
@@ -288,12 +289,18 @@ async fn domain_fallbacks(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let first = app.platform_domain("first.rt").await;
     let disabled = app.platform_domain("second.rt").await;
-    app.db.disable_domain(&disabled.id).await.unwrap();
+    app.db
+        .disable_domain(&disabled.id, &Actor::Operator)
+        .await
+        .unwrap();
     let acc = app.account(true).await;
     let other = app.account(true).await;
     let mine = app.custom_domain("go.mine.com", &acc).await;
     let inactive = app.custom_domain("old.mine.com", &acc).await;
-    app.db.disable_domain(&inactive.id).await.unwrap();
+    app.db
+        .disable_domain(&inactive.id, &Actor::Operator)
+        .await
+        .unwrap();
     let theirs = app.custom_domain("go.theirs.com", &other).await;
     for (requested, expected) in [
         (Some(mine.id.clone()), &mine),
@@ -329,7 +336,10 @@ async fn platform_domain_unavailable(engine: Engine) {
         .await;
     assert_error(s, &body, 400, "platform_domain_unavailable");
     let d = app.platform_domain("sho.rt").await;
-    app.db.disable_domain(&d.id).await.unwrap();
+    app.db
+        .disable_domain(&d.id, &Actor::Operator)
+        .await
+        .unwrap();
     let custom = app.custom_domain("go.acme.com", &acc).await;
     let (s, body) = app
         .create_json(&acc.key, json!({"long_url": "https://a.com"}))

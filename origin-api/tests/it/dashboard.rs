@@ -146,7 +146,7 @@ async fn invitation_then_sign_out_and_in(engine: Engine) {
     let path = format!("/dashboard/invite/{}", invite.token.expose());
     let page = b.get(&path).await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(page.body.contains(&address) && page.body.contains("Set password"));
+    assert!(page.body.contains(&address) && page.body.contains("Accept invitation"));
     for (password, confirm, message) in [
         ("short", "short", "at least 10 characters"),
         (PASSWORD, "correct horse batterz", "differ"),
@@ -163,7 +163,7 @@ async fn invitation_then_sign_out_and_in(engine: Engine) {
         .await;
     assert_eq!(
         (page.status, page.location()),
-        (StatusCode::SEE_OTHER, "/dashboard/")
+        (StatusCode::SEE_OTHER, "/dashboard/?done=joined")
     );
     let cookie = page
         .headers

@@ -5,11 +5,18 @@
 use crate::common::{Engine, TestApp, TestDb, json, start_server_with};
 use crate::dashboard::{Browser, PASSWORD, Page, email};
 use futures::future::join_all;
-use origin_api::retention;
+use origin_api::retention::{self, Retention};
 use origin_api::startup::{Application, Settings, StartError};
 use reqwest::StatusCode;
+use shortlink_store::Actor;
 use shortlink_store::domain::Micros;
 use std::time::Duration;
+
+/// Raw clicks kept 90 days (the default), the activity log its default.
+const CLICKS_90: Retention = Retention {
+    click_days: 90,
+    audit_days: 365,
+};
 
 both_engines!(
     made_up_invitations_cost_no_hash,
@@ -220,7 +227,7 @@ async fn sensitive_actions_need_the_password(engine: Engine) {
     let account = app.db.find_account(&address).await.unwrap();
     let group = app
         .db
-        .create_group(&account.id, "Signed", &Default::default())
+        .create_group(&account.id, "Signed", &Default::default(), &Actor::Operator)
         .await
         .unwrap();
     let csrf = b.get("/dashboard/key").await.csrf();
@@ -486,23 +493,23 @@ async fn maintenance_deletes_dead_sign_in_rows(engine: Engine) {
         assert_eq!(page.status, StatusCode::UNAUTHORIZED);
     }
     // Now: nothing is dead yet.
-    let now = retention::prune(&app.db, 90, Micros::now(), || true)
+    let now = retention::prune(&app.db, CLICKS_90, Micros::now(), || true)
         .await
         .unwrap();
     assert_eq!(now.sign_in_rows, 0);
     assert_eq!(b.get("/dashboard/").await.status, StatusCode::OK);
     // 16 minutes on: the 3 failures, each counted for the email and the address.
     let later = |micros: i64| Micros(Micros::now().0 + micros);
-    let pruned = retention::prune(&app.db, 90, later(16 * 60 * 1_000_000), || true)
+    let pruned = retention::prune(&app.db, CLICKS_90, later(16 * 60 * 1_000_000), || true)
         .await
         .unwrap();
     assert_eq!(pruned.sign_in_rows, 6);
     // 25 hours on: the idle session; 73 hours on: the invitation.
-    let pruned = retention::prune(&app.db, 90, later(25 * 3_600 * 1_000_000), || true)
+    let pruned = retention::prune(&app.db, CLICKS_90, later(25 * 3_600 * 1_000_000), || true)
         .await
         .unwrap();
     assert_eq!(pruned.sign_in_rows, 1);
-    let pruned = retention::prune(&app.db, 90, later(73 * 3_600 * 1_000_000), || true)
+    let pruned = retention::prune(&app.db, CLICKS_90, later(73 * 3_600 * 1_000_000), || true)
         .await
         .unwrap();
     assert_eq!(pruned.sign_in_rows, 1);

@@ -14,7 +14,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use shared_crypto::{GroupKey, Payload, TokenCipher};
 use shortlink_store::domain::GroupSettings;
-use shortlink_store::{ClickEvent, Device, Ingested};
+use shortlink_store::{Actor, ClickEvent, Device, Ingested};
 
 /// Everything of `b` that `a` must never see, as strings to look for in raw responses.
 struct Secrets {
@@ -31,7 +31,7 @@ async fn other_account(app: &TestApp) -> (Account, Secrets) {
     let b = app.account(true).await;
     let group = app
         .db
-        .create_group(&b.id, "Theirs", &GroupSettings::default())
+        .create_group(&b.id, "Theirs", &GroupSettings::default(), &Actor::Operator)
         .await
         .unwrap();
     let default_key = app
@@ -313,7 +313,7 @@ async fn validate_dynamic_is_per_group_key(engine: Engine) {
     let a = app.account(true).await;
     let mine = app
         .db
-        .create_group(&a.id, "Mine", &GroupSettings::default())
+        .create_group(&a.id, "Mine", &GroupSettings::default(), &Actor::Operator)
         .await
         .unwrap();
     let seal = |key: &str| {

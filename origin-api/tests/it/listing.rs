@@ -2,6 +2,7 @@
 
 use crate::common::{Engine, TestApp, assert_error, json};
 use serde_json::{Value, json};
+use shortlink_store::Actor;
 
 async fn pages_newest_first(engine: Engine) {
     let app = TestApp::spawn(engine).await;
@@ -255,10 +256,16 @@ async fn enabled_domains_sorted_and_scoped(engine: Engine) {
     let z = app.platform_domain("zz.rt").await;
     let a = app.platform_domain("aa.rt").await;
     let off = app.platform_domain("off.rt").await;
-    app.db.disable_domain(&off.id).await.unwrap();
+    app.db
+        .disable_domain(&off.id, &Actor::Operator)
+        .await
+        .unwrap();
     let mine = app.custom_domain("mm.acme.com", &acc).await;
     let gone = app.custom_domain("bb.acme.com", &acc).await;
-    app.db.disable_domain(&gone.id).await.unwrap();
+    app.db
+        .disable_domain(&gone.id, &Actor::Operator)
+        .await
+        .unwrap();
     app.custom_domain("cc.theirs.com", &other).await;
     let (s, body) = json(
         app.get(&acc.key, "/api/v1/external/links/enabled-domains")

@@ -7,6 +7,7 @@
 mod common;
 
 mod analytics;
+mod audit;
 mod auth;
 mod backup;
 mod cli;
@@ -26,6 +27,7 @@ mod outbox;
 mod process;
 mod publisher;
 mod rate_limit;
+mod teams;
 mod tls;
 mod validate_dynamic;
 mod write_limits;

@@ -16,6 +16,7 @@ const ENDPOINTS: &[(&str, &str, bool)] = &[
     ("/api/v1/external/links/{id}/stats", "get", true),
     ("/api/v1/external/groups/{id}/stats", "get", true),
     ("/api/v1/external/stats", "get", true),
+    ("/api/v1/external/audit-log", "get", true),
     ("/api/v1/external/links/{id}", "get", true),
     ("/api/v1/external/links/{id}", "patch", true),
     ("/api/v1/external/links/{id}", "delete", true),
@@ -526,6 +527,30 @@ async fn response_schemas_match_real_responses() {
         keys(&real["results"][0]["link"]),
         property_names(&doc, response_schema(&doc, create, "post", "201"))
     );
+
+    // The activity log: the page, a row, and its actor (`email` only for a user, so an API key's has `type` only).
+    let audit = "/api/v1/external/audit-log";
+    let (s, log) = json(app.get(&acc.key, &format!("{audit}?limit=100")).await).await;
+    assert_eq!(s, 200, "{log}");
+    let schema = resolve(&doc, response_schema(&doc, audit, "get", "200"));
+    assert_eq!(keys(&log), property_names(&doc, schema));
+    let row_schema = resolve(&doc, &schema["properties"]["results"]["items"]);
+    assert_eq!(keys(&log["results"][0]), property_names(&doc, row_schema));
+    let actor = resolve(&doc, &row_schema["properties"]["actor"]);
+    assert_eq!(
+        property_names(&doc, actor),
+        ["email", "type"].map(str::to_owned).into()
+    );
+    assert_eq!(actor["required"], json!(["type"]));
+    assert_eq!(log["results"][0]["actor"], json!({"type": "api_key"}));
+    let params: Vec<&str> = doc["paths"][audit]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(params, ["limit", "offset"]);
+    response_schema(&doc, audit, "get", "400");
 
     let (s, health) = json(app.client.get(app.url("/healthz")).send().await.unwrap()).await;
     assert_eq!(s, 200);

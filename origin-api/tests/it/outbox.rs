@@ -5,6 +5,7 @@
 use crate::common::{Engine, TestApp, TestDb, assert_error, json};
 use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, LinkRecord, ResolvedLink};
 use serde_json::json;
+use shortlink_store::Actor;
 use shortlink_store::domain::{GroupSettings, Hostname};
 
 async fn pending_keys(app: &TestApp) -> Vec<String> {
@@ -54,7 +55,7 @@ async fn every_change_enqueues_its_key(engine: Engine) {
             .unwrap();
     let group = app
         .db
-        .create_group(&acc.id, "Promo", &settings)
+        .create_group(&acc.id, "Promo", &settings, &Actor::Operator)
         .await
         .unwrap();
     let (s, link) = app
@@ -84,12 +85,15 @@ async fn every_change_enqueues_its_key(engine: Engine) {
     // Settings change; group delete moves the link (its record changes) and deletes the key.
     let settings = GroupSettings::parse(r#"{"monetization":{"interstitial_seconds":3}}"#).unwrap();
     app.db
-        .update_group(None, &group.id, None, Some(&settings))
+        .update_group(None, &group.id, None, Some(&settings), &Actor::Operator)
         .await
         .unwrap();
     assert_eq!(pending_keys(&app).await, [format!("group:{}", group.id)]);
     drain(&app).await;
-    app.db.delete_group(None, &group.id).await.unwrap();
+    app.db
+        .delete_group(None, &group.id, &Actor::Operator)
+        .await
+        .unwrap();
     let keys = pending_keys(&app).await;
     assert!(
         keys.contains(&format!("group:{}", group.id))
@@ -109,7 +113,10 @@ async fn every_change_enqueues_its_key(engine: Engine) {
     assert_eq!(link["id"].as_str().map(str::len), Some(36));
     drain(&app).await;
 
-    app.db.disable_domain(&domain.id).await.unwrap();
+    app.db
+        .disable_domain(&domain.id, &Actor::Operator)
+        .await
+        .unwrap();
     assert_eq!(pending_keys(&app).await, ["domain:sho.rt"]);
     let d: DomainRecord = record(&app, "domain:sho.rt").await.unwrap();
     assert!(!d.enabled);

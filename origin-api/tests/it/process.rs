@@ -2,6 +2,7 @@
 
 use crate::common::{Engine, TestApp, TestDb, start_server};
 use serde_json::json;
+use shortlink_store::Actor;
 use std::time::{Duration, Instant};
 
 async fn stops_gracefully_on_sigterm(engine: Engine) {
@@ -56,7 +57,7 @@ async fn logs_never_contain_keys(engine: Engine) {
     }
     let group = app
         .db
-        .create_group(&acc.id, "G", &Default::default())
+        .create_group(&acc.id, "G", &Default::default(), &Actor::Operator)
         .await
         .unwrap();
     client

@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use kv_model::LinkRecord;
 use origin_api::publisher::Sink;
 use serde_json::{Value, json};
+use shortlink_store::Actor;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -152,7 +153,10 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
     );
 
     // Deleting the group: a bulk delete of its key, and the moved link written again.
-    app.db.delete_group(None, &group).await.unwrap();
+    app.db
+        .delete_group(None, &group, &Actor::Operator)
+        .await
+        .unwrap();
     let group_key = format!("group:{group}");
     wait_until("the group's deletion", || {
         rec.lock().unwrap().deletes.contains(&group_key)

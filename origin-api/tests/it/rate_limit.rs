@@ -3,6 +3,7 @@
 
 use crate::common::{Engine, TestApp, TestDb, assert_error, json, start_server};
 use serde_json::json;
+use shortlink_store::Actor;
 
 async fn count(responses: Vec<reqwest::Response>) -> (usize, usize) {
     let (mut created, mut limited) = (0, 0);
@@ -63,7 +64,11 @@ async fn exact_under_concurrency(engine: Engine) {
         201
     );
     // A regenerated key is a new key with a new budget (spec: the limit is per API key).
-    let fresh = app.db.generate_api_key(&acc.id).await.unwrap();
+    let fresh = app
+        .db
+        .generate_api_key(&acc.id, &Actor::Operator)
+        .await
+        .unwrap();
     assert_eq!(
         app.create(fresh.expose(), json!({"long_url": "https://example.com"}))
             .await

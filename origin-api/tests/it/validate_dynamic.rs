@@ -5,6 +5,7 @@
 use crate::common::{Engine, TestApp, TestDb, assert_error, json};
 use serde_json::{Value, json};
 use shared_crypto::{GroupKey, Payload, TokenCipher};
+use shortlink_store::Actor;
 use shortlink_store::domain::{GroupSettings, Hostname};
 
 const PATH: &str = "/api/v1/public/links/validate-dynamic";
@@ -53,12 +54,17 @@ async fn evaluates_tokens(engine: Engine) {
     let acc = app.account(true).await;
     let group = app
         .db
-        .create_group(&acc.id, "Dyn", &GroupSettings::default())
+        .create_group(&acc.id, "Dyn", &GroupSettings::default(), &Actor::Operator)
         .await
         .unwrap();
     let other = app
         .db
-        .create_group(&acc.id, "Other", &GroupSettings::default())
+        .create_group(
+            &acc.id,
+            "Other",
+            &GroupSettings::default(),
+            &Actor::Operator,
+        )
         .await
         .unwrap();
     app.db
@@ -168,7 +174,10 @@ async fn evaluates_tokens(engine: Engine) {
         );
     }
     // Deleting the group invalidates its tokens (spec 2).
-    app.db.delete_group(None, &group.id).await.unwrap();
+    app.db
+        .delete_group(None, &group.id, &Actor::Operator)
+        .await
+        .unwrap();
     assert!(!success(&app, &group.id, &good).await);
     app.stop().await;
 }

@@ -9,6 +9,7 @@ use crate::dashboard::{Browser, email};
 use futures::future::join_all;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shortlink_store::Actor;
 use sqlx::Row;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -489,7 +490,11 @@ async fn dashboard_changes_have_a_budget(engine: Engine) {
         "the refused resume changed nothing"
     );
     // The account's API key has its own budget.
-    let key = app.db.generate_api_key(&account.id).await.unwrap();
+    let key = app
+        .db
+        .generate_api_key(&account.id, &Actor::Operator)
+        .await
+        .unwrap();
     let r = raw(
         &app.base,
         &app.client,

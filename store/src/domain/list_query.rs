@@ -67,6 +67,69 @@ fn parse_digits(v: &str) -> Option<u64> {
     v.parse().ok()
 }
 
+/// `limit`: absent is the default, else 1 to [`MAX_LIMIT`] in plain digits.
+fn parse_limit(raw: Option<String>) -> Result<u32, ListQueryError> {
+    match raw {
+        None => Ok(DEFAULT_LIMIT),
+        Some(v) => parse_digits(&v)
+            .filter(|n| (1..=u64::from(MAX_LIMIT)).contains(n))
+            .map(|n| n as u32)
+            .ok_or_else(|| {
+                err(
+                    ListParam::Limit,
+                    format!("limit must be an integer from 1 to {MAX_LIMIT}"),
+                )
+            }),
+    }
+}
+
+/// `offset`: absent is 0, else 0 to [`MAX_OFFSET`] in plain digits.
+fn parse_offset(raw: Option<String>) -> Result<u64, ListQueryError> {
+    match raw {
+        None => Ok(0),
+        Some(v) => parse_digits(&v)
+            .filter(|n| *n <= MAX_OFFSET)
+            .ok_or_else(|| {
+                err(
+                    ListParam::Offset,
+                    format!("offset must be an integer from 0 to {MAX_OFFSET}"),
+                )
+            }),
+    }
+}
+
+/// The pagination of any other list (the activity log): list-links' `limit` and `offset`, by its rules and with
+/// its error codes, and nothing else (`long_url` and `match` are unknown parameters here, so ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageQuery {
+    /// Page size, 1 to 100.
+    pub limit: u32,
+    /// Zero-based offset.
+    pub offset: u64,
+}
+
+impl PageQuery {
+    /// Parses a raw query string as [`ListQuery::parse`] does its `limit` and `offset`: unknown parameters are
+    /// ignored, a known one given twice is refused.
+    pub fn parse(raw: Option<&str>) -> Result<Self, ListQueryError> {
+        let (mut limit, mut offset) = (None, None);
+        for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+            let (slot, param) = match k.as_ref() {
+                "limit" => (&mut limit, ListParam::Limit),
+                "offset" => (&mut offset, ListParam::Offset),
+                _ => continue,
+            };
+            if slot.replace(v.into_owned()).is_some() {
+                return Err(err(param, format!("{k} is given more than once")));
+            }
+        }
+        Ok(Self {
+            limit: parse_limit(limit)?,
+            offset: parse_offset(offset)?,
+        })
+    }
+}
+
 impl ListQuery {
     /// Parses a raw query string. Unknown parameters are ignored (clients add cache busters);
     /// a known parameter given twice is refused, since we could not tell which one was meant.
@@ -84,29 +147,8 @@ impl ListQuery {
                 return Err(err(param, format!("{k} is given more than once")));
             }
         }
-        let limit = match limit {
-            None => DEFAULT_LIMIT,
-            Some(v) => parse_digits(&v)
-                .filter(|n| (1..=u64::from(MAX_LIMIT)).contains(n))
-                .map(|n| n as u32)
-                .ok_or_else(|| {
-                    err(
-                        ListParam::Limit,
-                        format!("limit must be an integer from 1 to {MAX_LIMIT}"),
-                    )
-                })?,
-        };
-        let offset = match offset {
-            None => 0,
-            Some(v) => parse_digits(&v)
-                .filter(|n| *n <= MAX_OFFSET)
-                .ok_or_else(|| {
-                    err(
-                        ListParam::Offset,
-                        format!("offset must be an integer from 0 to {MAX_OFFSET}"),
-                    )
-                })?,
-        };
+        let limit = parse_limit(limit)?;
+        let offset = parse_offset(offset)?;
         let mode = match mode.as_deref() {
             None | Some("exact") => MatchMode::Exact,
             Some("startswith") => MatchMode::StartsWith,
@@ -191,6 +233,39 @@ mod tests {
         assert_eq!(q("match=EXACT").unwrap_err().param, ListParam::Match);
         let long = format!("long_url={}", "a".repeat(2049));
         assert_eq!(q(&long).unwrap_err().param, ListParam::LongUrl);
+    }
+
+    #[test]
+    fn page_query_has_the_list_rules() {
+        let d = PageQuery::parse(None).unwrap();
+        assert_eq!((d.limit, d.offset), (20, 0));
+        let p =
+            PageQuery::parse(Some("limit=100&offset=1000000000&match=nope&long_url=x")).unwrap();
+        assert_eq!((p.limit, p.offset), (100, 1_000_000_000));
+        for bad in [
+            "limit=0",
+            "limit=101",
+            "limit=",
+            "limit=+5",
+            "limit=1&limit=1",
+        ] {
+            let e = PageQuery::parse(Some(bad)).unwrap_err();
+            assert_eq!(e.param, ListParam::Limit, "{bad}");
+            assert_eq!(
+                q(bad).unwrap_err(),
+                e,
+                "{bad}: the same error as list-links"
+            );
+        }
+        for bad in ["offset=-1", "offset=1000000001", "offset=1&offset=2"] {
+            let e = PageQuery::parse(Some(bad)).unwrap_err();
+            assert_eq!(e.param, ListParam::Offset, "{bad}");
+            assert_eq!(
+                q(bad).unwrap_err(),
+                e,
+                "{bad}: the same error as list-links"
+            );
+        }
     }
 
     #[test]

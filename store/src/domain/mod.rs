@@ -18,7 +18,9 @@ pub use api_key::{ApiKey, ApiKeyHash, KeyFormatError};
 pub use click_batch_id::ClickBatchId;
 pub use day::{Day, MAX_DAY, MIN_DAY};
 pub use host::Hostname;
-pub use list_query::{ListParam, ListQuery, ListQueryError, MatchMode, prefix_upper_bound};
+pub use list_query::{
+    ListParam, ListQuery, ListQueryError, MatchMode, PageQuery, prefix_upper_bound,
+};
 pub use long_url::LongUrl;
 pub use password::{MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Password, SecretToken};
 pub use role::{Permission, Role};
