@@ -16,8 +16,8 @@ use crate::startup::{
 use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use shortlink_store::domain::{GroupSettings, Hostname, LongUrl, Password};
-use shortlink_store::{Actor, Db, DomainOwner, DomainRow, GroupRow, LinkPatch, StoreError};
+use shortlink_store::domain::{GroupSettings, Hostname, LongUrl, Password, Role};
+use shortlink_store::{Acting, Actor, Db, DomainOwner, DomainRow, GroupRow, LinkPatch, StoreError};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -255,6 +255,12 @@ pub enum Admin {
     /// Link domains.
     #[command(subcommand)]
     Domain(DomainCmd),
+    /// An account's members (teams).
+    #[command(subcommand)]
+    Member(MemberCmd),
+    /// Users: the people who sign in to the dashboard.
+    #[command(subcommand)]
+    User(UserCmd),
     /// Blocked destination domains.
     #[command(subcommand)]
     Blocklist(BlocklistCmd),
@@ -323,6 +329,75 @@ pub enum AccountCmd {
         /// Account id.
         #[arg(long)]
         id: String,
+    },
+}
+
+/// `admin member`: who belongs to an account, with which role.
+#[derive(Debug, Subcommand)]
+pub enum MemberCmd {
+    /// The account's members, owners first: {"results": [{"email", "role", "joined"}]}.
+    List {
+        /// Account id.
+        #[arg(long)]
+        account: String,
+    },
+    /// Invite EMAIL to the account with ROLE: prints {"invite_url", "expires_at"} (one use, 72 hours). A new
+    /// invitation of the same email replaces the previous one.
+    Invite {
+        /// Account id.
+        #[arg(long)]
+        account: String,
+        /// Who is invited.
+        #[arg(long)]
+        email: String,
+        /// viewer, member, admin or owner.
+        #[arg(long)]
+        role: String,
+        /// The origin's public base URL the invitation points at (as `serve --public-url`).
+        #[arg(long, env = "PUBLIC_BASE_URL", value_parser = public_url)]
+        public_url: Option<String>,
+        /// Used when no public URL is set: the invitation points at this listen address over http.
+        #[arg(long, env = "LISTEN_ADDR", default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+    },
+    /// Make EMAIL a member with ROLE at once, with the password read from the first line of standard input
+    /// (creating the user when there is none). For seeding demo accounts; people join through invitations.
+    Add {
+        /// Account id.
+        #[arg(long)]
+        account: String,
+        /// The user's email.
+        #[arg(long)]
+        email: String,
+        /// viewer, member, admin or owner.
+        #[arg(long)]
+        role: String,
+    },
+    /// Remove EMAIL from the account (not its last owner); their sessions lose the account at once.
+    Remove {
+        /// Account id.
+        #[arg(long)]
+        account: String,
+        /// The member's email.
+        #[arg(long)]
+        email: String,
+    },
+}
+
+/// `admin user`: people, across accounts.
+#[derive(Debug, Subcommand)]
+pub enum UserCmd {
+    /// Disable the user with EMAIL: they cannot sign in, and every session of theirs ends now.
+    Disable {
+        /// The user's email.
+        #[arg(long)]
+        email: String,
+    },
+    /// Enable a disabled user again.
+    Enable {
+        /// The user's email.
+        #[arg(long)]
+        email: String,
     },
 }
 
@@ -513,6 +588,16 @@ fn report(result: Result<Value, CliError>) -> ExitCode {
     }
 }
 
+/// A password from the first line of standard input (never an argument: those show in the process list).
+fn password_from_stdin() -> Result<Password, CliError> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| invalid(format!("cannot read the password from standard input: {e}")))?;
+    let line = line.trim_end_matches(['\r', '\n']);
+    Password::new(line, line).map_err(invalid)
+}
+
 fn invalid(e: impl std::fmt::Display) -> CliError {
     CliError::Invalid(e.to_string())
 }
@@ -550,6 +635,62 @@ async fn set_link_active(db: &Db, id: &str, active: bool) -> Result<Value, CliEr
     Ok(json!({ "id": link.id, "is_active": link.is_active }))
 }
 
+/// `admin member …`: the operator acts as an owner would, and the activity log says "operator".
+async fn member(db: &Db, cmd: MemberCmd) -> Result<Value, CliError> {
+    Ok(match cmd {
+        MemberCmd::List { account } => {
+            if !db.list_accounts().await?.iter().any(|a| a.id == account) {
+                return Err(StoreError::NotFound(shortlink_store::Entity::Account).into());
+            }
+            let members: Vec<Value> = db
+                .members(&account)
+                .await?
+                .into_iter()
+                .map(|m| {
+                    json!({ "email": m.email, "role": m.role.as_str(),
+                            "joined": m.joined.to_iso8601() })
+                })
+                .collect();
+            json!({ "results": members })
+        }
+        MemberCmd::Invite {
+            account,
+            email,
+            role,
+            public_url,
+            listen,
+        } => {
+            let role: Role = role.parse().map_err(invalid)?;
+            let invite = db
+                .invite_member(&account, &Acting::operator(), &email, role)
+                .await?;
+            let base = public_url.unwrap_or_else(|| format!("http://{listen}"));
+            json!({
+                "invite_url": format!("{base}/dashboard/invite/{}", invite.token.expose()),
+                "expires_at": invite.expires_at.to_iso8601(),
+            })
+        }
+        MemberCmd::Add {
+            account,
+            email,
+            role,
+        } => {
+            let role: Role = role.parse().map_err(invalid)?;
+            let password = password_from_stdin()?;
+            let user_id = db
+                .add_member_with_password(&account, &email, role, &password)
+                .await?;
+            json!({ "user_id": user_id })
+        }
+        MemberCmd::Remove { account, email } => {
+            let m = db.member_by_email(&account, &email).await?;
+            db.remove_member(&account, &Acting::operator(), &m.user_id)
+                .await?;
+            json!({})
+        }
+    })
+}
+
 async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
     let db = connect(url).await?;
     let out = match cmd {
@@ -573,15 +714,9 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
             })
         }
         Admin::Account(AccountCmd::SetPassword { email }) => {
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).map_err(|e| {
-                invalid(format!("cannot read the password from standard input: {e}"))
-            })?;
-            let line = line.trim_end_matches(['\r', '\n']);
-            let password = Password::new(line, line).map_err(invalid)?;
-            let account = db.find_account(&email).await?;
-            db.set_password(&account.id, &password).await?;
-            json!({ "id": account.id })
+            let password = password_from_stdin()?;
+            let user_id = db.set_password(&email, &password).await?;
+            json!({ "id": user_id })
         }
         Admin::Account(AccountCmd::Get { email }) => {
             let a = db.find_account(&email).await?;
@@ -679,6 +814,15 @@ async fn admin(url: &str, cmd: Admin) -> Result<Value, CliError> {
         }
         Admin::Domain(DomainCmd::Disable { id }) => {
             db.disable_domain(&id, &Actor::Operator).await?;
+            json!({})
+        }
+        Admin::Member(cmd) => member(&db, cmd).await?,
+        Admin::User(UserCmd::Disable { email }) => {
+            db.set_user_disabled(&email, true).await?;
+            json!({})
+        }
+        Admin::User(UserCmd::Enable { email }) => {
+            db.set_user_disabled(&email, false).await?;
             json!({})
         }
         Admin::Republish => json!({ "enqueued": db.republish_all().await? }),

@@ -319,6 +319,45 @@ impl Db {
         Ok(Accepted::Joined { account_id })
     }
 
+    /// Makes the user with `email` (created with `password` when there is none, else given it) a member of
+    /// `account_id` with `role`, at once: the operator's seeding of demo accounts (`admin member add`); people
+    /// join through invitations. A user who already is a member keeps their role.
+    pub async fn add_member_with_password(
+        &self,
+        account_id: &str,
+        email: &str,
+        role: Role,
+        password: &Password,
+    ) -> Result<String, StoreError> {
+        let email = normalise_email(email)?;
+        let user_id = match self.set_password(&email, password).await {
+            Ok(id) => id,
+            Err(StoreError::NotFound(Entity::User)) => {
+                let phc = self.hashing.hash(password).await?;
+                let mut tx = self.begin_write().await?;
+                let id = insert_user(&mut tx, &email, &phc, Micros::now().0).await?;
+                tx.commit().await?;
+                id
+            }
+            Err(e) => return Err(e),
+        };
+        let mut tx = self.begin_write().await?;
+        crate::pool::require_account_in(&mut tx, account_id).await?;
+        if insert_membership(&mut tx, account_id, &user_id, role, Micros::now().0).await? {
+            audit::record(
+                &mut tx,
+                account_id,
+                &Actor::Operator,
+                Action::MemberJoined,
+                &email,
+                &json!({ "email": email, "role": role.as_str() }),
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(user_id)
+    }
+
     /// The account's members, owners first, then by when they joined.
     pub async fn members(&self, account_id: &str) -> Result<Vec<MemberRow>, StoreError> {
         let rows = sqlx::query(

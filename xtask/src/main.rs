@@ -235,6 +235,8 @@ impl Drop for Guard {
 }
 
 const DEMO_EMAIL: &str = "demo@shortlink.local";
+/// The second demo user: a member of the demo account (teams).
+const DEMO_MEMBER_EMAIL: &str = "member@shortlink.local";
 const DEMO_DOMAIN: &str = "sho.localhost";
 /// The demo account's dashboard password: printed by `cargo xtask dev`, for a development database only.
 const DEMO_PASSWORD: &str = "shortlink-demo";
@@ -247,6 +249,26 @@ fn admin(bin: &Path, db: &str, args: &[&str]) -> Result<serde_json::Value> {
             .env("RUST_LOG", "warn"),
     )?;
     serde_json::from_str(&out).map_err(|e| format!("{args:?} printed no JSON: {e}"))
+}
+
+/// Runs an admin command that reads a password from its standard input (never an argument).
+fn with_password(bin: &Path, db: &str, args: &[&str], password: &str) -> Result {
+    let mut child = Command::new(bin)
+        .args(args)
+        .env("DATABASE_URL", db)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run origin-api {args:?}: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        writeln!(stdin, "{password}").map_err(|e| e.to_string())?;
+    }
+    if !child.wait().map_err(|e| e.to_string())?.success() {
+        return Err(format!("origin-api {args:?} failed"));
+    }
+    Ok(())
 }
 
 fn field(v: &serde_json::Value, name: &str) -> Result<String> {
@@ -347,21 +369,30 @@ fn dev() -> Result {
         )?,
         "api_key",
     )?;
-    // The dashboard's demo password (a development database only; people set theirs through an invitation).
-    let mut set_password = Command::new(&bin)
-        .args(["admin", "account", "set-password", "--email", DEMO_EMAIL])
-        .env("DATABASE_URL", &db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run origin-api admin account set-password: {e}"))?;
-    if let Some(mut stdin) = set_password.stdin.take() {
-        use std::io::Write;
-        writeln!(stdin, "{DEMO_PASSWORD}").map_err(|e| e.to_string())?;
-    }
-    if !set_password.wait().map_err(|e| e.to_string())?.success() {
-        return Err("setting the demo account's dashboard password failed".to_owned());
-    }
+    // The dashboard's demo passwords (a development database only; people set theirs through an invitation): the
+    // owner, and a second person who is a member of the same account (teams).
+    with_password(
+        &bin,
+        &db,
+        &["admin", "account", "set-password", "--email", DEMO_EMAIL],
+        DEMO_PASSWORD,
+    )?;
+    with_password(
+        &bin,
+        &db,
+        &[
+            "admin",
+            "member",
+            "add",
+            "--account",
+            &account_id,
+            "--email",
+            DEMO_MEMBER_EMAIL,
+            "--role",
+            "member",
+        ],
+        DEMO_PASSWORD,
+    )?;
     // The local edge's KV starts empty: queue the whole read model for the publisher.
     admin(&bin, &db, &["admin", "republish"])?;
 
@@ -409,7 +440,8 @@ fn dev() -> Result {
     println!(
         r#"
 Shortlink is running.
-  dashboard http://{origin_addr}/dashboard/   (email {DEMO_EMAIL}, password {DEMO_PASSWORD})
+  dashboard http://{origin_addr}/dashboard/   (owner: email {DEMO_EMAIL}, password {DEMO_PASSWORD})
+            a second user, a member of the same account: email {DEMO_MEMBER_EMAIL}, password {DEMO_PASSWORD}
   origin    http://{origin_addr}   (database {db})
   edge      http://{edge_addr}   (the worker in local workerd; name the domain in the Host header)
   API key   {key}

@@ -3,6 +3,7 @@
 //! access at once, invitations (one use, 72 hours, bound to their email, existing users accept signed in), the
 //! account switcher and isolation between accounts, and the activity rows the dashboard writes.
 
+use crate::cli::Cli;
 use crate::common::{Engine, TestApp, TestDb};
 use crate::dashboard::{Browser, PASSWORD, Page, email};
 use reqwest::StatusCode;
@@ -15,6 +16,7 @@ both_engines!(
     invitations_are_one_use_bound_and_expire,
     existing_users_accept_signed_in_and_switch,
     members_of_other_accounts_are_not_found,
+    the_operator_manages_members,
 );
 
 /// The value of the read-only "Invitation link" field on a Members page.
@@ -710,4 +712,135 @@ async fn members_of_other_accounts_are_not_found(engine: Engine) {
         )
         .await;
     assert!(!page.body.contains("<script>@"), "{}", page.body);
+}
+
+/// `admin member list|invite|remove` and `admin user disable`, through the real binary; the activity log says
+/// "operator".
+async fn the_operator_manages_members(engine: Engine) {
+    let test_db = TestDb::new(engine).await;
+    let cli = Cli {
+        url: test_db.url.clone(),
+    };
+    let app = TestApp::on(test_db).await;
+    let owner_email = email();
+    let mut owner = Browser::new(&app);
+    owner.join(&app, &owner_email).await;
+    let account = app.db.find_account(&owner_email).await.unwrap().id;
+    let listed = cli.ok(&["admin", "member", "list", "--account", &account]);
+    assert_eq!(listed["results"][0]["email"], owner_email.as_str());
+    assert_eq!(listed["results"][0]["role"], "owner");
+    let address = email();
+    let invited = cli.ok(&[
+        "admin",
+        "member",
+        "invite",
+        "--account",
+        &account,
+        "--email",
+        &address,
+        "--role",
+        "admin",
+        "--public-url",
+        &app.base,
+    ]);
+    let url = invited["invite_url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("{}/dashboard/invite/", app.base)),
+        "{url}"
+    );
+    assert!(invited["expires_at"].as_str().unwrap().ends_with('Z'));
+    let path = &url[app.base.len()..];
+    let mut admin = accept(&app, path).await;
+    assert_eq!(admin.get("/dashboard/members").await.status, StatusCode::OK);
+    for bad in [
+        vec![
+            "admin",
+            "member",
+            "invite",
+            "--account",
+            &account,
+            "--email",
+            "x@example.com",
+            "--role",
+            "boss",
+        ],
+        vec![
+            "admin",
+            "member",
+            "invite",
+            "--account",
+            &account,
+            "--email",
+            "not-an-email",
+            "--role",
+            "viewer",
+        ],
+        vec![
+            "admin",
+            "member",
+            "list",
+            "--account",
+            "00000000-0000-4000-8000-000000000000",
+        ],
+        vec![
+            "admin",
+            "member",
+            "remove",
+            "--account",
+            &account,
+            "--email",
+            "nobody@example.com",
+        ],
+        // The last owner stays.
+        vec![
+            "admin",
+            "member",
+            "remove",
+            "--account",
+            &account,
+            "--email",
+            &owner_email,
+        ],
+    ] {
+        assert!(cli.run(&bad).is_err(), "{bad:?}");
+    }
+    cli.ok(&[
+        "admin",
+        "member",
+        "remove",
+        "--account",
+        &account,
+        "--email",
+        &address,
+    ]);
+    assert_eq!(admin.get("/dashboard/").await.status, StatusCode::FORBIDDEN);
+    // A disabled user is signed out everywhere and cannot sign in.
+    cli.ok(&["admin", "user", "disable", "--email", &owner_email]);
+    assert_eq!(owner.get("/dashboard/").await.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in(&owner_email, PASSWORD)
+            .await
+            .status,
+        StatusCode::UNAUTHORIZED
+    );
+    cli.ok(&["admin", "user", "enable", "--email", &owner_email]);
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in(&owner_email, PASSWORD)
+            .await
+            .status,
+        StatusCode::SEE_OTHER
+    );
+    let log = app.db.audit_log(&account, 50, 0).await.unwrap();
+    let by_operator: Vec<&str> = log
+        .results
+        .iter()
+        .filter(|e| e.actor_type == "operator")
+        .map(|e| e.action.as_str())
+        .collect();
+    assert!(
+        by_operator.contains(&"member.invited") && by_operator.contains(&"member.removed"),
+        "{by_operator:?}"
+    );
 }
