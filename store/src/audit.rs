@@ -298,15 +298,6 @@ impl Db {
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(AuditPage { total, results })
     }
-
-    /// Deletes rows older than `before` (the hourly maintenance); returns how many went.
-    pub async fn prune_audit_log(&self, before: Micros) -> Result<u64, StoreError> {
-        Ok(sqlx::query("DELETE FROM audit_log WHERE at < $1")
-            .bind(before.0)
-            .execute(&self.write)
-            .await?
-            .rows_affected())
-    }
 }
 
 #[cfg(test)]

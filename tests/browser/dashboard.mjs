@@ -194,6 +194,43 @@ async function expectSignedIn(page) {
   assert.equal(await page.getByRole("button", { name: "Sign out" }).count(), 1, "the Sign out button");
 }
 
+/** The header names the role the signed-in person has in the current account (its text, e.g. "owner"). */
+async function expectRole(page, role) {
+  const shown = page.getByRole("banner").getByText(role, { exact: true });
+  assert.equal(await shown.count(), 1, `the header says the role "${role}" on ${page.url()}`);
+  assert.ok(await shown.isVisible(), `the role "${role}" is visible in the header on ${page.url()}`);
+}
+
+/** The main navigation a `role` gets: every role sees Links to Profile; admins and owners also API key, Members, Activity. */
+async function expectNavFor(page, role) {
+  const manages = role === "admin" || role === "owner";
+  for (const name of ["Links", "Groups", "Domains", "Profile"]) {
+    assert.equal(await nav(page, name).count(), 1, `nav link "${name}" for a ${role} on ${page.url()}`);
+  }
+  for (const name of ["API key", "Members", "Activity"]) {
+    assert.equal(await nav(page, name).count(), manages ? 1 : 0, `nav link "${name}" ${manages ? "shown" : "hidden"} for a ${role}`);
+  }
+  await expectRole(page, role);
+}
+
+/**
+ * Invites `email` as `role` from the Members page and returns the one-use link the page shows in its read-only
+ * "Invitation link" field.
+ */
+async function inviteMember(page, email, role) {
+  await page.getByLabel("Email", { exact: true }).fill(email);
+  await page.getByLabel("Role", { exact: true }).selectOption(role);
+  await page.getByRole("button", { name: "Invite member" }).click();
+  // The answer is the Members page with the invitation on top (the same URL for a second invitation).
+  await page.getByRole("heading", { level: 2, name: `Invitation for ${email}` }).waitFor();
+  const field = page.getByLabel("Invitation link", { exact: true });
+  assert.equal(await field.getAttribute("readonly"), "", "the invitation link field is read-only");
+  const link = await field.inputValue();
+  assert.ok(link.startsWith(`${DASHBOARD_URL}/dashboard/invite/`), `the invitation link ${link}`);
+  assert.ok(await page.getByRole("button", { name: "Copy invitation link" }).isVisible(), "the copy button is shown");
+  return link;
+}
+
 async function signIn(page, email, password) {
   await page.getByLabel("Email", { exact: true }).fill(email);
   await page.getByLabel("Password", { exact: true }).fill(password);
@@ -271,23 +308,23 @@ try {
   // -------------------------------------------------------------------------------------------------------------
   step("invitation: choose a password");
   await page.goto(INVITE_URL);
-  await expectHeading(page, "Welcome to Shortlink");
+  await expectHeading(page, "Join ");
   await expectText(page, ACCOUNT_EMAIL);
   await shoot(page, "invite");
   // Mismatched passwords first: the server refuses them and the invitation stays usable.
   await page.getByLabel("New password", { exact: true }).fill(password);
   await page.getByLabel("Confirm password", { exact: true }).fill(`${password}-not-the-same`);
-  await page.getByRole("button", { name: "Set password" }).click();
-  await page.waitForLoadState();
+  await page.getByRole("button", { name: "Accept invitation" }).click();
+  await page.getByRole("alert").waitFor();
   assert.ok(page.url().includes("/dashboard/invite/"), `mismatched passwords must stay on the invitation: ${page.url()}`);
-  assert.ok((await page.getByRole("alert").count()) > 0, "an error for mismatched passwords");
   await shoot(page, "invite-error");
   await page.getByLabel("New password", { exact: true }).fill(password);
   await page.getByLabel("Confirm password", { exact: true }).fill(password);
-  await page.getByRole("button", { name: "Set password" }).click();
-  await page.waitForURL(`${DASHBOARD_URL}/dashboard/`);
+  await page.getByRole("button", { name: "Accept invitation" }).click();
+  await page.waitForURL(`${DASHBOARD_URL}/dashboard/?done=joined`);
   await expectHeading(page, "Links");
   await expectSignedIn(page);
+  await expectRole(page, "owner");
   await shoot(page, "links-empty");
 
   // An invitation works once.
@@ -620,6 +657,192 @@ try {
   await signIn(page, ACCOUNT_EMAIL, newPassword);
   await page.waitForURL(`${DASHBOARD_URL}/dashboard/`);
   await expectSignedIn(page);
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("teams: the owner invites a viewer and a member");
+  const viewerEmail = `viewer-${unique}@example.com`;
+  const memberEmail = `member-${unique}@example.com`;
+  const viewerPassword = `viewer-${unique}-password`;
+  const memberPassword = `member-${unique}-password`;
+  // What a member's create form sends, read from the owner's form: the viewer's forged post below sends the same.
+  const formGroupId = await page.getByLabel("Group", { exact: true }).inputValue();
+  const formDomainId = await page
+    .getByLabel("Domain", { exact: true })
+    .getByRole("option", { name: EDGE_HOST, exact: true })
+    .getAttribute("value");
+  await expectNavFor(page, "owner");
+  await nav(page, "Members").click();
+  await expectHeading(page, "Members");
+  const accountName = ((await page.getByRole("heading", { level: 2, name: "People in " }).textContent()) ?? "")
+    .replace(/^People in /, "")
+    .trim();
+  assert.ok(accountName, "the Members page names the account");
+  assert.deepEqual(
+    (await tableRows(page, `Members of ${accountName}`)).map((r) => [r[0], r[1]]),
+    [[`${ACCOUNT_EMAIL} You`, "owner"]],
+    "the owner alone is a member",
+  );
+  await shoot(page, "members-alone");
+  const viewerLink = await inviteMember(page, viewerEmail, "viewer");
+  const memberLink = await inviteMember(page, memberEmail, "member");
+  assert.notEqual(viewerLink, memberLink, "two invitations, two links");
+  await expectText(page, "Invitations not yet accepted");
+  await shoot(page, "members-invited");
+
+  /** A second person: their own browser context, which opens `link` and accepts with a new password. */
+  async function acceptInvitation(link, email, role, personPassword, screenshot) {
+    const ctx = await browser.newContext({ viewport: DESKTOP, userAgent: BROWSER_UA });
+    const p = await ctx.newPage();
+    p.setDefaultTimeout(15_000);
+    watch(p);
+    await p.goto(link);
+    await expectHeading(p, `Join ${accountName}`);
+    await expectText(p, email);
+    assert.equal(await p.getByRole("navigation", { name: "Main" }).count(), 0, "no navigation before joining");
+    if (screenshot) await shoot(p, screenshot);
+    await p.getByLabel("New password", { exact: true }).fill(personPassword);
+    await p.getByLabel("Confirm password", { exact: true }).fill(personPassword);
+    await p.getByRole("button", { name: "Accept invitation" }).click();
+    await p.waitForURL(`${DASHBOARD_URL}/dashboard/?done=joined`);
+    await expectHeading(p, "Links");
+    await expectNavFor(p, role);
+    return { ctx, page: p };
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("teams: the viewer joins, sees the links, has no create form, and a forged post is refused");
+  const viewer = await acceptInvitation(viewerLink, viewerEmail, "viewer", viewerPassword, "invite-member");
+  const vp = viewer.page;
+  assert.equal(await linkRow(vp, hostile).count(), 1, "the viewer sees the account's links");
+  assert.equal(await vp.getByRole("button", { name: "Create link" }).count(), 0, "no Create link button for a viewer");
+  assert.equal(await vp.getByLabel("Destination URL", { exact: true }).count(), 0, "no Destination URL field for a viewer");
+  assert.equal(await vp.getByRole("heading", { name: "New link" }).count(), 0, "no New link form for a viewer");
+  for (const name of ["Pause", "Resume", "Delete"]) {
+    assert.equal(await vp.getByRole("button", { name, exact: true }).count(), 0, `no ${name} button for a viewer`);
+  }
+  await shoot(vp, "links-viewer");
+  // The post a member's create form makes, with the viewer's own valid CSRF token (from the page's Sign out form):
+  // only the role can refuse it.
+  const forgedDestination = `https://example.com/forged-${unique}`;
+  const forgedResponse = vp.waitForResponse(
+    (r) => r.url() === `${DASHBOARD_URL}/dashboard/links` && r.request().method() === "POST",
+  );
+  await vp.evaluate(
+    ({ longUrl, groupId: g, domainId: d }) => {
+      const form = document.createElement("form");
+      form.method = "post";
+      form.action = "/dashboard/links";
+      const csrf = document.querySelector('input[name="csrf"]').value;
+      for (const [name, value] of Object.entries({ csrf, long_url: longUrl, short_code: "", group_id: g, domain_id: d })) {
+        const input = document.createElement("input");
+        input.type = "hidden";
+        input.name = name;
+        input.value = value;
+        form.append(input);
+      }
+      document.body.append(form);
+      form.submit();
+    },
+    { longUrl: forgedDestination, groupId: formGroupId, domainId: formDomainId },
+  );
+  assert.equal((await forgedResponse).status(), 403, "a viewer's forged create is refused with 403");
+  await expectHeading(vp, "Not allowed");
+  await expectText(vp, "Your role in this account does not allow this.");
+  await shoot(vp, "forbidden");
+  await vp.goto(`${DASHBOARD_URL}/dashboard/`);
+  assert.equal(await linkRow(vp, forgedDestination).count(), 0, "the forged link was not made");
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("teams: the member joins, creates a link and pauses it");
+  const member = await acceptInvitation(memberLink, memberEmail, "member", memberPassword);
+  const mp = member.page;
+  const teamCode = `team-${unique}`;
+  const teamLanding = "https://example.com/team";
+  const teamShortUrl = `https://${EDGE_HOST}/${teamCode}`;
+  await mp.getByLabel("Destination URL", { exact: true }).fill(teamLanding);
+  await mp.getByLabel("Short code", { exact: true }).fill(teamCode);
+  await mp.getByLabel("Domain", { exact: true }).selectOption({ label: EDGE_HOST });
+  await mp.getByRole("button", { name: "Create link" }).click();
+  await mp.waitForURL("**/dashboard/?done=created");
+  assert.equal(
+    await linkRow(mp, teamLanding).getByRole("textbox", { name: "Short URL" }).inputValue(),
+    teamShortUrl,
+    "the member's link and its short URL",
+  );
+  await shoot(mp, "links-member");
+  await edgeRedirects(`/${teamCode}`, teamLanding, "the member's link redirects at the edge");
+  await linkRow(mp, teamLanding).getByRole("button", { name: "Pause" }).click();
+  await mp.waitForURL("**/dashboard/?done=paused");
+  assert.ok((await linkRow(mp, teamLanding).textContent()).includes("Paused"), "the member's link is paused");
+  await edgeFallsBack(`/${teamCode}`, teamLanding, "the member's paused link sends visitors to the fallback");
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("teams: the owner sees who did what in Activity");
+  await nav(page, "Activity").click();
+  await expectHeading(page, "Activity");
+  const activity = await tableRows(page, "Changes to this account, newest first");
+  const at = (who, what, target) =>
+    activity.findIndex((r) => r[1] === who && r[2] === what && (target === undefined || r[3] === target));
+  const paused = at(memberEmail, "link.paused", teamShortUrl);
+  const created = at(memberEmail, "link.created", teamShortUrl);
+  const show = JSON.stringify(activity.slice(0, 12), null, 1);
+  assert.ok(paused >= 0, `the member's link.paused in Activity: ${show}`);
+  assert.ok(created >= 0, `the member's link.created in Activity: ${show}`);
+  assert.ok(paused < created, `newest first: link.paused above link.created: ${show}`);
+  assert.ok(paused === 0, `the member's pause is the newest change: ${show}`);
+  for (const [who, what, target] of [
+    [ACCOUNT_EMAIL, "member.invited", viewerEmail],
+    [ACCOUNT_EMAIL, "member.invited", memberEmail],
+    [viewerEmail, "member.joined", viewerEmail],
+    [memberEmail, "member.joined", memberEmail],
+  ]) {
+    assert.ok(at(who, what, target) >= 0, `${what} of ${target} by ${who} in Activity: ${show}`);
+  }
+  assert.equal(at(viewerEmail, "link.created"), -1, "the viewer's refused post left no activity");
+  assert.match(activity[0][0], /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/, "times in UTC");
+  await shoot(page, "activity");
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("teams: the owner removes the member, whose next page load has lost the account");
+  await nav(page, "Members").click();
+  await expectHeading(page, "Members");
+  const people = await tableRows(page, `Members of ${accountName}`);
+  for (const [email, role] of [[viewerEmail, "viewer"], [memberEmail, "member"]]) {
+    assert.ok(people.some((r) => r[0] === email && r[1] === role), `${email} is a ${role}: ${JSON.stringify(people)}`);
+  }
+  const memberRow = page.getByRole("row").filter({ has: page.getByRole("cell", { name: memberEmail, exact: true }) });
+  assert.equal(await memberRow.count(), 1, "the member's row");
+  assert.equal(
+    await memberRow.getByLabel("Change role", { exact: true }).inputValue(),
+    "member",
+    "the row's Change role select holds the member's role",
+  );
+  assert.equal(await memberRow.getByRole("button", { name: "Save role" }).count(), 1, "the row's Save role button");
+  await shoot(page, "members");
+  await memberRow.getByRole("button", { name: "Remove member" }).click();
+  await expectHeading(page, `Remove ${memberEmail}?`);
+  await shoot(page, "confirm-remove-member");
+  await page.getByRole("button", { name: "Remove member" }).click();
+  await page.waitForURL("**/dashboard/members?done=removed");
+  await expectText(page, "Member removed.");
+  assert.ok(
+    !(await tableRows(page, `Members of ${accountName}`)).some((r) => r[0] === memberEmail),
+    "the member is no longer listed",
+  );
+  // The member's browser still has its session; the next page load finds no account.
+  const lost = await mp.reload();
+  assert.equal(lost.status(), 403, "the removed member's next page load is refused");
+  await expectHeading(mp, "No account");
+  await expectText(mp, "not a member of any account any more");
+  assert.equal(await mp.getByRole("navigation", { name: "Main" }).count(), 0, "no navigation without an account");
+  assert.equal(await linkRow(mp, teamLanding).count(), 0, "no links without an account");
+  await shoot(mp, "no-account");
+  // The viewer is unaffected.
+  await vp.reload();
+  await expectHeading(vp, "Links");
+  await expectNavFor(vp, "viewer");
+  await member.ctx.close();
+  await viewer.ctx.close();
 
   // -------------------------------------------------------------------------------------------------------------
   step("browser and accessibility problems");

@@ -17,6 +17,8 @@ both_engines!(
     existing_users_accept_signed_in_and_switch,
     members_of_other_accounts_are_not_found,
     the_operator_manages_members,
+    every_role_every_row,
+    member_forms_need_the_csrf_token,
 );
 
 /// The value of the read-only "Invitation link" field on a Members page.
@@ -843,4 +845,206 @@ async fn the_operator_manages_members(engine: Engine) {
         by_operator.contains(&"member.invited") && by_operator.contains(&"member.removed"),
         "{by_operator:?}"
     );
+}
+
+/// The role table as a matrix: for each role and each row past the first, the control is shown exactly when the
+/// role may use it, and a request for it works exactly then (else a 403 page that changed nothing).
+async fn every_role_every_row(engine: Engine) {
+    let Team {
+        app,
+        mut owner,
+        mut viewer,
+        mut member,
+        mut admin,
+        emails,
+    } = team(engine).await;
+    let account = app.db.find_account(&emails[3]).await.unwrap().id;
+    let roles: [(&str, &mut Browser, [bool; 5]); 4] = [
+        ("viewer", &mut viewer, [false, false, false, false, false]),
+        ("member", &mut member, [true, false, false, false, false]),
+        ("admin", &mut admin, [true, true, true, true, false]),
+        ("owner", &mut owner, [true, true, true, true, true]),
+    ];
+    for (role, b, may) in roles {
+        let [links, groups, key, members, owners] = may;
+        let home = b.get("/dashboard/").await;
+        let csrf = home.csrf();
+        // Shown?
+        assert_eq!(
+            home.body.contains(r#"action="/dashboard/links""#),
+            links,
+            "{role}: new link form"
+        );
+        let groups_page = b.get("/dashboard/groups").await;
+        assert_eq!(
+            groups_page.body.contains("Create group"),
+            groups,
+            "{role}: new group form"
+        );
+        assert_eq!(
+            home.body.contains(r#"href="/dashboard/key""#),
+            key,
+            "{role}: API key nav"
+        );
+        assert_eq!(
+            home.body.contains(r#"href="/dashboard/members""#),
+            members,
+            "{role}: Members nav"
+        );
+        assert_eq!(
+            home.body.contains(r#"href="/dashboard/activity""#),
+            members,
+            "{role}: Activity nav"
+        );
+        if members {
+            let page = b.get("/dashboard/members").await;
+            assert_eq!(
+                page.body.contains("Rename account"),
+                owners,
+                "{role}: rename form"
+            );
+            assert_eq!(
+                page.body.contains(r#"<option value="owner""#),
+                owners,
+                "{role}: owner role offered"
+            );
+        }
+        // Works exactly when allowed.
+        let expect =
+            |allowed: bool, ok: StatusCode| if allowed { ok } else { StatusCode::FORBIDDEN };
+        let before = link_count(&app.db, &account).await;
+        let made = create_link(b, &format!("row-{role}")).await;
+        assert_eq!(
+            made.status,
+            expect(links, StatusCode::SEE_OTHER),
+            "{role}: create link"
+        );
+        assert_eq!(
+            link_count(&app.db, &account).await,
+            before + i64::from(links)
+        );
+        let groups_before = app.db.group_rows(&account).await.unwrap().len();
+        let made = b
+            .post(
+                "/dashboard/groups",
+                &[("csrf", &csrf), ("name", &format!("Row {role}"))],
+            )
+            .await;
+        assert_eq!(
+            made.status,
+            expect(groups, StatusCode::SEE_OTHER),
+            "{role}: create group"
+        );
+        assert_eq!(
+            app.db.group_rows(&account).await.unwrap().len(),
+            groups_before + usize::from(groups)
+        );
+        assert_eq!(
+            b.get("/dashboard/key").await.status,
+            expect(key, StatusCode::OK),
+            "{role}: key page"
+        );
+        assert_eq!(
+            b.get("/dashboard/key/generate").await.status,
+            expect(key, StatusCode::OK),
+            "{role}: key confirmation"
+        );
+        assert_eq!(
+            b.get("/dashboard/members").await.status,
+            expect(members, StatusCode::OK),
+            "{role}"
+        );
+        assert_eq!(
+            b.get("/dashboard/activity").await.status,
+            expect(members, StatusCode::OK),
+            "{role}"
+        );
+        let invited = b
+            .post(
+                "/dashboard/members/invite",
+                &[("csrf", &csrf), ("email", &email()), ("role", "viewer")],
+            )
+            .await;
+        assert_eq!(
+            invited.status,
+            expect(members, StatusCode::OK),
+            "{role}: invite a viewer"
+        );
+        let invited = b
+            .post(
+                "/dashboard/members/invite",
+                &[("csrf", &csrf), ("email", &email()), ("role", "owner")],
+            )
+            .await;
+        assert_eq!(
+            invited.status,
+            expect(owners, StatusCode::OK),
+            "{role}: invite an owner"
+        );
+        let name = format!("Renamed by {role}");
+        let renamed = b
+            .post(
+                "/dashboard/account/rename",
+                &[("csrf", &csrf), ("name", &name)],
+            )
+            .await;
+        assert_eq!(
+            renamed.status,
+            expect(owners, StatusCode::SEE_OTHER),
+            "{role}: rename"
+        );
+        let now = b.get("/dashboard/").await;
+        assert_eq!(
+            now.body.contains(&name),
+            owners,
+            "{role}: the name changed only if allowed"
+        );
+    }
+}
+
+/// Every form of the teams pages refuses a post without the session's CSRF token (403), and changes nothing.
+async fn member_forms_need_the_csrf_token(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let mut owner = Browser::new(&app);
+    let address = email();
+    owner.join(&app, &address).await;
+    let other = email();
+    accept(&app, &invite(&mut owner, &other, "member").await).await;
+    let id = member_id(&mut owner, &other).await;
+    let account = app.db.find_account(&address).await.unwrap().id;
+    let rows = app.db.audit_log(&account, 100, 0).await.unwrap().total;
+    for (path, form) in [
+        (
+            "/dashboard/members/invite".to_owned(),
+            vec![("email", "x@example.com"), ("role", "viewer")],
+        ),
+        (
+            format!("/dashboard/members/{id}/role"),
+            vec![("role", "admin")],
+        ),
+        (format!("/dashboard/members/{id}/remove"), vec![]),
+        (
+            "/dashboard/account/rename".to_owned(),
+            vec![("name", "Forged")],
+        ),
+        (
+            "/dashboard/account/switch".to_owned(),
+            vec![("account_id", account.as_str())],
+        ),
+        ("/dashboard/account/leave".to_owned(), vec![]),
+    ] {
+        for csrf in [None, Some("forged-token")] {
+            let mut f = form.clone();
+            if let Some(c) = csrf {
+                f.push(("csrf", c));
+            }
+            let page = owner.post(&path, &f).await;
+            assert_eq!(page.status, StatusCode::FORBIDDEN, "{path} {csrf:?}");
+        }
+    }
+    assert_eq!(
+        app.db.audit_log(&account, 100, 0).await.unwrap().total,
+        rows
+    );
+    assert_eq!(app.db.members(&account).await.unwrap().len(), 2);
 }
