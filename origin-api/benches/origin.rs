@@ -785,7 +785,8 @@ async fn bench_dashboard(
 ) {
     let password =
         shortlink_store::domain::Password::new("bench-password", "bench-password").unwrap();
-    db.set_password(account, &password).await.unwrap();
+    // The account's owner user, made by setting the password of the account's email.
+    db.set_password("big@example.com", &password).await.unwrap();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

@@ -1,6 +1,8 @@
 // The dashboard in a real browser, end to end: invitation, sign-in, API key, groups, the dynamic-link builder,
 // links (create, pause, resume, clicks, QR code, edit, delete), domains and profile, checked against what the
-// real edge worker then does with the published data. Every page is screenshotted at desktop and phone width and
+// real edge worker then does with the published data; then teams: the owner invites a viewer and a member, each
+// joins in their own browser context, the viewer cannot create (no form, a forged post is refused), the member
+// creates and pauses a link, the owner sees both in Activity and removes the member, who loses the account. Every page is screenshotted at desktop and phone width and
 // checked with axe-core. Elements are found by their accessible role, label or text only: those names are the
 // dashboard's contract with its users (and with assistive technology), so a renamed label fails here.
 //
@@ -8,7 +10,8 @@
 //   DASHBOARD_URL=http://127.0.0.1:8080 INVITE_URL=… EDGE_URL=http://127.0.0.1:8787/ EDGE_HOST=go.example.com \
 //   ACCOUNT_EMAIL=… SCREENSHOT_DIR=target/dashboard-screenshots CHROMIUM=/usr/bin/chromium \
 //   node tests/browser/dashboard.mjs
-// Optional: EDGE_FALLBACK, the domain's fallback URL (where paused links and blocked bots go); HEADED=1.
+// Optional: EDGE_FALLBACK, the domain's fallback URL (where paused links and blocked bots go); VIEWER_EMAIL and
+// MEMBER_EMAIL, the team the owner invites (made up when not given); HEADED=1.
 
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -660,8 +663,8 @@ try {
 
   // -------------------------------------------------------------------------------------------------------------
   step("teams: the owner invites a viewer and a member");
-  const viewerEmail = `viewer-${unique}@example.com`;
-  const memberEmail = `member-${unique}@example.com`;
+  const viewerEmail = process.env.VIEWER_EMAIL || `viewer-${unique}@example.com`;
+  const memberEmail = process.env.MEMBER_EMAIL || `member-${unique}@example.com`;
   const viewerPassword = `viewer-${unique}-password`;
   const memberPassword = `member-${unique}-password`;
   // What a member's create form sends, read from the owner's form: the viewer's forged post below sends the same.

@@ -1,7 +1,9 @@
 //! The dashboard in a real browser (Chromium driven by playwright-core), against the real origin and the real
 //! worker: an invitation made with the admin CLI, then every flow a person goes through in the dashboard, each
-//! checked where it matters (the API for keys, the worker for links, groups and clicks). The flows and their
-//! assertions are in `tests/browser/dashboard.mjs`; this test starts what it needs and runs it.
+//! checked where it matters (the API for keys, the worker for links, groups and clicks); then a team: the owner
+//! invites a viewer and a member, who join in their own browser contexts, and removes the member at the end (the
+//! account's members are checked here afterwards with the admin CLI). The flows and their assertions are in
+//! `tests/browser/dashboard.mjs`; this test starts what it needs and runs it.
 //!
 //! Needs Chromium (`/usr/bin/chromium`, or `CHROMIUM`) and the npm packages (`npm ci`: playwright-core, axe-core).
 //! Screenshots of every page at 1280×800 and 390×844 land in `target/dashboard-screenshots/`.
@@ -17,8 +19,8 @@ use e2e::origin::{
 };
 use e2e::{Options, Worker, eventually, root};
 
-/// The whole browser run may take this long (it takes well under a minute on an idle machine).
-const SCRIPT_DEADLINE: Duration = Duration::from_secs(300);
+/// The whole browser run may take this long (it takes about a minute on an idle machine).
+const SCRIPT_DEADLINE: Duration = Duration::from_secs(420);
 
 /// Isolate cache TTL of the worker: how stale a visitor's answer may be after a change is published.
 const CACHE_TTL_SECONDS: u64 = 2;
@@ -163,11 +165,17 @@ async fn dashboard_flows_in_chromium() {
         "{invite_url}"
     );
 
+    // The team the owner makes in the dashboard.
+    let viewer_email = "dashboard-viewer@example.com";
+    let member_email = "dashboard-member@example.com";
+
     let screenshots = screenshot_dir();
     let env = [
         ("DASHBOARD_URL", origin.url.clone()),
         ("INVITE_URL", invite_url),
         ("ACCOUNT_EMAIL", email.to_owned()),
+        ("VIEWER_EMAIL", viewer_email.to_owned()),
+        ("MEMBER_EMAIL", member_email.to_owned()),
         ("EDGE_URL", worker.url.clone()),
         ("EDGE_HOST", HOST.to_owned()),
         ("EDGE_FALLBACK", HOST_FALLBACK.to_owned()),
@@ -179,6 +187,33 @@ async fn dashboard_flows_in_chromium() {
         .expect("the browser script's thread");
     assert!(passed, "{said}");
     eprintln!("screenshots: {}", screenshots.display());
+
+    // The team as the database has it: the owner and the viewer; the removed member is gone.
+    let account = db.admin(&["admin", "account", "get", "--email", email]);
+    let account_id = account["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {account}"));
+    let members = db.admin(&["admin", "member", "list", "--account", account_id]);
+    let mut team: Vec<(String, String)> = members["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results in {members}"))
+        .iter()
+        .map(|m| {
+            (
+                m["email"].as_str().unwrap_or_default().to_owned(),
+                m["role"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    team.sort();
+    assert_eq!(
+        team,
+        [
+            (email.to_owned(), "owner".to_owned()),
+            (viewer_email.to_owned(), "viewer".to_owned()),
+        ],
+        "the account's members after the browser run: {members}"
+    );
 
     // Everything the dashboard changed was handed to the publisher, and the worker took it all.
     eventually(
