@@ -64,13 +64,13 @@ async fn page(
     shown: Shown,
 ) -> Result<Response, DashboardError> {
     let me = user.account.role;
-    let members = state
-        .db
-        .members(&user.account.account_id)
-        .await?
+    let members = state.db.members(&user.account.account_id).await?;
+    let owners = members.iter().filter(|m| m.role == Role::Owner).count();
+    let members = members
         .into_iter()
         .map(|m| MemberItem {
-            manageable: me.may_manage(m.role),
+            // The last owner's row has no controls: demoting or removing them is always refused.
+            manageable: me.may_manage(m.role) && !(m.role == Role::Owner && owners == 1),
             is_me: m.user_id == user.user.user_id,
             user_id: m.user_id,
             email: m.email,
