@@ -147,7 +147,7 @@ seed() {
  {"key":"domain:$HOST","value":{"v":1,"enabled":true,"fallback_url":"https://www.example.com/"}},
  {"key":"group:$GROUP","value":{"v":1,"key":"$KEY","settings":{}}},
  {"key":"blocklist","value":{"v":1,"domains":["evil.example"]}},
- {"key":"link:$HOST:hot","value":{"v":1,"long_url":"$HOT_URL","group_id":"$GROUP","is_active":true}}
+ {"key":"link:$HOST:hot","value":{"v":1,"long_url":"$HOT_URL","group_id":"$GROUP","is_active":true,"group_settings":{}}}
 ]}
 JSON
 }

@@ -10,6 +10,7 @@ mod chart;
 mod client;
 mod error;
 mod forms;
+mod mail;
 mod pages;
 mod reauth;
 mod security;
@@ -46,12 +47,21 @@ pub struct DashboardState {
     pub write_limit_per_minute: u32,
     /// Most groups an account may have, its default group included.
     pub max_groups_per_account: u32,
+    /// Outgoing mail (invitations, password-reset links); None: not configured (`--smtp-url`), and then the
+    /// pages show links instead and "Forgot password" says to ask the operator. When set, the origin has a
+    /// public URL (`public_origin`), which every mailed link points at.
+    pub mailer: Option<Arc<mailer::Mailer>>,
+    /// `--signup open`: anyone may create a user and an account of their own ("Create account"); otherwise
+    /// people join by invitation only and the sign-up routes answer 404.
+    pub signup_open: bool,
 }
 
 /// The dashboard's routes (full paths, `/dashboard/…`), with its security headers and its own 404 page, to be
 /// merged into the origin's router.
 pub fn router(state: DashboardState) -> Router {
-    use pages::{activity, auth, domains, groups, invitations, key, links, members};
+    use pages::{
+        activity, auth, domains, groups, invitations, key, links, members, recovery, signup,
+    };
     Router::new()
         .route(
             "/dashboard",
@@ -117,6 +127,15 @@ pub fn router(state: DashboardState) -> Router {
             get(auth::sign_in_page).post(auth::sign_in),
         )
         .route("/dashboard/sign-out", post(auth::sign_out))
+        .route("/dashboard/sign-up", get(signup::page).post(signup::create))
+        .route(
+            "/dashboard/forgot-password",
+            get(recovery::forgot_page).post(recovery::forgot_post),
+        )
+        .route(
+            "/dashboard/reset/{token}",
+            get(recovery::reset_page).post(recovery::reset),
+        )
         .route(
             "/dashboard/invite/{token}",
             get(invitations::show).post(invitations::accept),

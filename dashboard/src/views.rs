@@ -79,6 +79,10 @@ pub(crate) struct SignInPage {
     pub(crate) error: Option<String>,
     /// Where to go after signing in (a checked invitation page), or empty.
     pub(crate) next: String,
+    /// `--signup open`: the page links to "Create account".
+    pub(crate) signup_open: bool,
+    /// A fixed message after a redirect (a password just set through a reset link).
+    pub(crate) notice: Option<&'static str>,
 }
 
 /// What the invitation page shows.

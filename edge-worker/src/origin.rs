@@ -217,7 +217,21 @@ mod tests {
         let Lookup::Found(resolved) = lookup_answer(Ok((200, with_group))) else {
             panic!("a link with its group is found");
         };
-        assert_eq!(resolved.link(), link);
+        // The link record made from the answer carries its group's settings, as a published one does.
+        let link_record = resolved.link();
+        assert!(
+            link_record
+                .group_settings
+                .as_ref()
+                .is_some_and(|s| s.analytics.enabled)
+        );
+        assert_eq!(
+            LinkRecord {
+                group_settings: None,
+                ..link_record
+            },
+            link
+        );
         let group = resolved.group.expect("the group");
         assert_eq!(group.key, "k");
         assert!(group.settings.analytics.enabled);

@@ -26,7 +26,6 @@
 
 extern crate alloc;
 
-use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -53,21 +52,28 @@ pub const DEFAULT_INTERSTITIAL_SECONDS: u32 = 5;
 /// `link:<host>:<short_code>`, with host and short code lowercased (short codes are stored lowercase, and
 /// visitors' paths are matched case-insensitively).
 pub fn link_key(host: &str, short_code: &str) -> String {
-    format!(
-        "link:{}:{}",
-        host.to_ascii_lowercase(),
-        short_code.to_ascii_lowercase()
-    )
+    key(&["link:", host, ":", short_code])
 }
 
 /// `group:<group_id>`, with the id lowercased (UUIDs are compared case-insensitively).
 pub fn group_key(group_id: &str) -> String {
-    format!("group:{}", group_id.to_ascii_lowercase())
+    key(&["group:", group_id])
 }
 
 /// `domain:<host>`, with the host lowercased.
 pub fn domain_key(host: &str) -> String {
-    format!("domain:{}", host.to_ascii_lowercase())
+    key(&["domain:", host])
+}
+
+/// The parts joined and lowercased (ASCII). Not `format!`: the worker builds keys on a new isolate's first
+/// request, and the formatting machinery is code V8 would compile for it.
+fn key(parts: &[&str]) -> String {
+    let mut key = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        key.push_str(part);
+    }
+    key.make_ascii_lowercase();
+    key
 }
 
 /// The record format version, always serialized as `1`. Deserializing any other value fails, which is how an
@@ -139,6 +145,13 @@ pub struct LinkRecord {
     /// Whether the visitor's query string is appended to the destination (absent: `true`).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub forward_query: bool,
+    /// A copy of the settings of the link's group (`group:<group_id>`'s `settings`) as they were when the record
+    /// was published: what the link's first visit on a new isolate needs, so that visit costs one round of KV
+    /// reads (this record and the blocklist) rather than two. The publisher writes the link's record again
+    /// whenever its group's settings change. Absent (a record published before this field): the reader reads
+    /// the group's record first, as it always can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_settings: Option<GroupSettings>,
 }
 
 fn yes() -> bool {
@@ -161,6 +174,7 @@ impl LinkRecord {
             is_active,
             expires_at: None,
             forward_query: true,
+            group_settings: None,
         }
     }
 
@@ -208,11 +222,13 @@ impl ResolvedLink {
         }
     }
 
-    /// The link's own record, as it goes to `link:<host>:<short_code>`.
+    /// The link's own record, as it goes to `link:<host>:<short_code>` (with its group's settings when the
+    /// answer has the group).
     pub fn link(&self) -> LinkRecord {
         LinkRecord {
             expires_at: self.expires_at,
             forward_query: self.forward_query,
+            group_settings: self.group.as_ref().map(|g| g.settings.clone()),
             ..LinkRecord::new(self.long_url.clone(), self.group_id.clone(), self.is_active)
         }
     }
@@ -340,6 +356,7 @@ mod tests {
     extern crate std;
 
     use super::*;
+    use alloc::format;
     use alloc::string::ToString;
     use alloc::vec;
 
@@ -405,15 +422,47 @@ mod tests {
             serde_json::from_str::<ResolvedLink>(&json).unwrap(),
             resolved
         );
-        // Workers that predate `group` read the same answer as a link record.
+        // Workers that predate `group` read the same answer as a link record (without its group's settings,
+        // which the link record built from the answer carries).
         let old: LinkRecord = serde_json::from_str(&json).unwrap();
-        assert_eq!(old, resolved.link());
+        assert_eq!(old.group_settings, None);
+        assert_eq!(resolved.link().group_settings, Some(group.settings.clone()));
+        assert_eq!(
+            old,
+            LinkRecord {
+                group_settings: None,
+                ..resolved.link()
+            }
+        );
         // An origin that predates `group` answers a plain link record.
         let plain = r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":false}"#;
         let read: ResolvedLink = serde_json::from_str(plain).unwrap();
         assert_eq!(read.group, None);
         assert!(!read.link().is_active);
         assert_eq!(read.link().group_id, "g");
+    }
+
+    #[test]
+    fn a_link_record_may_carry_its_groups_settings() {
+        let json = r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"group_settings":{"analytics":{"enabled":true}}}"#;
+        let record: LinkRecord = serde_json::from_str(json).unwrap();
+        let settings = record.group_settings.clone().unwrap();
+        assert!(settings.analytics.enabled && settings.monetization.is_none());
+        let again: LinkRecord =
+            serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
+        assert_eq!(again, record);
+        // No rules is not no copy: `{}` is a group without rules, absence is a record without the copy.
+        let none: LinkRecord = serde_json::from_str(
+            r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"group_settings":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(none.group_settings, Some(GroupSettings::default()));
+        let absent = LinkRecord::new("https://a.example/x", "g", true);
+        assert!(
+            !serde_json::to_string(&absent)
+                .unwrap()
+                .contains("group_settings")
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::startup::{
     DEFAULT_VALIDATE_PER_MINUTE, MAX_CLICK_RETENTION_DAYS, REQUEST_TIMEOUT, Settings,
     shutdown_signal,
 };
-use crate::startup::{DEFAULT_AUDIT_RETENTION_DAYS, MAX_AUDIT_RETENTION_DAYS};
+use crate::startup::{DEFAULT_AUDIT_RETENTION_DAYS, MAX_AUDIT_RETENTION_DAYS, SignupMode};
 use crate::startup::{
     DEFAULT_MAX_GROUPS_PER_ACCOUNT, DEFAULT_WRITE_LIMIT_PER_MINUTE, RENDER_WAIT,
     default_render_concurrency,
@@ -133,6 +133,24 @@ pub struct ServeArgs {
     /// listen address over http.
     #[arg(long, env = "PUBLIC_BASE_URL", value_parser = public_url)]
     public_url: Option<String>,
+    /// Mail invitations and password-reset links through this SMTP server: smtp://user:password@host:port (no
+    /// TLS; add ?tls=required for STARTTLS) or smtps://user:password@host:port (TLS). Needs --mail-from and
+    /// --public-url. Default: no mail ("Forgot password" says to ask the operator).
+    #[arg(long, env = "SMTP_URL", hide_env_values = true, value_parser = secret)]
+    smtp_url: Option<SecretString>,
+    /// The sender of that mail, e.g. "Shortlink <no-reply@example.com>".
+    #[arg(long, env = "MAIL_FROM")]
+    mail_from: Option<String>,
+    /// Who may create an account on the dashboard: invite (invited people only) or open (anyone, on "Create
+    /// account", throttled per client address).
+    #[arg(long, env = "SIGNUP_MODE", value_enum, default_value_t = SignupMode::Invite)]
+    signup: SignupMode,
+    /// Allow webhook endpoints on loopback, private and link-local addresses, and plain http:// URLs (receivers on
+    /// a private network, tests). Default: https only, and hosts must resolve to public addresses only (checked
+    /// when an endpoint is saved and at each delivery).
+    #[arg(long, env = "WEBHOOKS_ALLOW_PRIVATE", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    webhooks_allow_private: bool,
 }
 
 /// An http(s) base URL without path, query or credentials.
@@ -186,6 +204,13 @@ impl From<ServeArgs> for Settings {
             audit_retention_days: a.audit_retention_days,
             prune_interval: PRUNE_INTERVAL,
             public_url: a.public_url,
+            smtp_url: a.smtp_url,
+            mail_from: a.mail_from,
+            signup: a.signup,
+            webhooks: crate::webhooks::WebhookSettings {
+                allow_private: a.webhooks_allow_private,
+                ..Default::default()
+            },
         }
     }
 }

@@ -3,14 +3,15 @@
 //! start and then every [`PRUNE_INTERVAL`], at most [`PRUNE_ROWS`] rows per statement so no statement holds the
 //! database for long.
 //! Statistics do not change: they come from the day counters, which are kept. The same round deletes the
-//! dashboard's dead rows (expired invitations and sessions, password-check rows past the throttle's window) and
-//! write-budget rows past their minute.
+//! dashboard's dead rows (expired invitations and sessions, password-check rows past the throttle's window),
+//! write-budget rows past their minute, and the webhooks' attempts, finished deliveries and events older than
+//! [`shortlink_store::WEBHOOK_RETENTION_DAYS`].
 //!
 //! Every origin process prunes; two doing it at once only delete the same old rows sooner.
 
 use crate::startup::{DEFAULT_AUDIT_RETENTION_DAYS, DEFAULT_CLICK_RETENTION_DAYS};
 use shortlink_store::domain::Micros;
-use shortlink_store::{Aged, Db, StoreError};
+use shortlink_store::{Aged, Db, StoreError, WEBHOOK_RETENTION_DAYS};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -58,6 +59,8 @@ pub struct Pruned {
     pub write_budget_rows: u64,
     /// Activity-log rows older than the audit retention.
     pub audit_rows: u64,
+    /// Webhook attempts, finished deliveries and events older than 30 days.
+    pub webhook_rows: u64,
 }
 
 /// One round at `now`: raw clicks that happened more than `retention.click_days` days before `now` and
@@ -91,6 +94,19 @@ pub async fn prune(
             &keep_going,
         )
         .await?,
+        // Deliveries before events: an event goes once no delivery of it is left.
+        webhook_rows: {
+            let before = before(WEBHOOK_RETENTION_DAYS);
+            let mut n = 0;
+            for what in [
+                Aged::WebhookAttempts,
+                Aged::WebhookDeliveries,
+                Aged::WebhookEvents,
+            ] {
+                n += drain(db, what, before, &keep_going).await?;
+            }
+            n
+        },
     })
 }
 
@@ -132,6 +148,7 @@ pub async fn run(
                     sign_in_rows = p.sign_in_rows,
                     write_budget_rows = p.write_budget_rows,
                     audit_rows = p.audit_rows,
+                    webhook_rows = p.webhook_rows,
                     "pruned old data"
                 );
             }

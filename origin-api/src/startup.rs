@@ -5,6 +5,7 @@ use crate::http::{
 };
 use crate::publisher::{PublisherHandle, Sink};
 use crate::retention::{PRUNE_INTERVAL, Retention};
+use crate::webhooks::{WebhookHandle, WebhookSettings};
 use client_addr::ClientAddrRule;
 use secrecy::{ExposeSecret, SecretString};
 use shortlink_store::{DEFAULT_HASH_WAIT, Db, HashLimit, StoreError};
@@ -102,6 +103,25 @@ pub struct Settings {
     /// posts from it are accepted, and when it is https the dashboard's session cookie is `Secure`. None: the
     /// listen address over http (development).
     pub public_url: Option<String>,
+    /// Outgoing mail (invitations, password resets): `smtp://user:password@host:port` or `smtps://…` (secret: it
+    /// carries the password). None: nothing is mailed.
+    pub smtp_url: Option<SecretString>,
+    /// The sender of that mail (`Shortlink <no-reply@example.com>`); required with `smtp_url`.
+    pub mail_from: Option<String>,
+    /// Who may create an account on the dashboard.
+    pub signup: SignupMode,
+    /// The webhook delivery loop (`--webhooks-allow-private`; the rest only for tests).
+    pub webhooks: WebhookSettings,
+}
+
+/// `--signup`: who may create an account on the dashboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SignupMode {
+    /// Only people invited (by the operator or an account's admins and owners); the sign-up page is a 404.
+    #[default]
+    Invite,
+    /// Anyone, on "Create account" (throttled per client address): a user and an account they own.
+    Open,
 }
 
 impl Settings {
@@ -130,6 +150,10 @@ impl Settings {
             audit_retention_days: DEFAULT_AUDIT_RETENTION_DAYS,
             prune_interval: PRUNE_INTERVAL,
             public_url: None,
+            smtp_url: None,
+            mail_from: None,
+            signup: SignupMode::Invite,
+            webhooks: WebhookSettings::default(),
         }
     }
 
@@ -181,6 +205,56 @@ pub struct Application {
     prune_interval: Duration,
 }
 
+/// Forwards every commit signal handlers give (`wake`) to the publisher and to the webhook loop, which each wait
+/// on a notifier of their own (a `Notify` wakes one waiter), until `stopped`.
+async fn relay_wakes(
+    wake: Arc<tokio::sync::Notify>,
+    to: [Arc<tokio::sync::Notify>; 2],
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            () = wake.notified() => to.iter().for_each(|n| n.notify_one()),
+            _ = stopped.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// The mailer `--smtp-url` and `--mail-from` describe, or None without `--smtp-url`. Mail needs `--mail-from`
+/// (a sender) and `--public-url` (every mailed link points there: a link built from a request's `Host` header
+/// could send a working reset token to whatever site a client named). The URL is never in a message: it holds
+/// the SMTP password.
+fn mailer_for(settings: &Settings) -> Result<Option<Arc<mailer::Mailer>>, StartError> {
+    let Some(url) = settings
+        .smtp_url
+        .as_ref()
+        .filter(|u| !u.expose_secret().is_empty())
+    else {
+        return Ok(None);
+    };
+    let from = settings
+        .mail_from
+        .as_deref()
+        .filter(|f| !f.trim().is_empty())
+        .ok_or_else(|| {
+            StartError::Config(
+                "--smtp-url needs --mail-from (MAIL_FROM), the sender of the mail, e.g. `Shortlink <no-reply@example.com>`"
+                    .to_owned(),
+            )
+        })?;
+    if settings.public_url.is_none() {
+        return Err(StartError::Config(
+            "--smtp-url needs --public-url (PUBLIC_BASE_URL): mailed links point at the dashboard's public address"
+                .to_owned(),
+        ));
+    }
+    let mailer = mailer::Mailer::from_url(url.expose_secret(), from).map_err(|e| match e {
+        mailer::MailError::From => StartError::Config(format!("--mail-from: {e}")),
+        e => StartError::Config(format!("--smtp-url: {e}")),
+    })?;
+    Ok(Some(Arc::new(mailer)))
+}
+
 /// Binds `addr`, and reads back the port the system chose for port 0.
 async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError> {
     let failed = |source| StartError::Bind { addr, source };
@@ -204,6 +278,7 @@ impl Application {
                 )));
             }
         }
+        let mailer = mailer_for(settings)?;
         let client_ip = match &settings.client_ip_header {
             Some(name) => ClientAddrRule::header(name, settings.trusted_proxy_hops)
                 .map_err(|e| StartError::Config(format!("--client-ip-header: {e}")))?,
@@ -258,6 +333,9 @@ impl Application {
                 .public_url
                 .as_ref()
                 .map(|u| u.trim_end_matches('/').to_owned()),
+            mailer,
+            signup_open: settings.signup == SignupMode::Open,
+            webhooks: WebhookHandle::new(settings.webhooks),
         };
         Ok(Self {
             listener,
@@ -301,11 +379,27 @@ impl Application {
     ) -> std::io::Result<()> {
         let db = self.state.db.clone();
         let (stop, stopped) = tokio::sync::watch::channel(false);
+        // Handlers poke `publisher.wake` after a commit; the publisher and the webhook loop both hear it.
+        let publisher_wake = Arc::new(tokio::sync::Notify::new());
+        let relay = tokio::spawn(relay_wakes(
+            self.state.publisher.wake.clone(),
+            [publisher_wake.clone(), self.state.webhooks.wake.clone()],
+            stopped.clone(),
+        ));
+        let webhooks = tokio::spawn(crate::webhooks::run(
+            db.clone(),
+            self.state.webhooks.settings,
+            self.state.webhooks.wake.clone(),
+            stopped.clone(),
+        ));
         let publisher = match self.sink {
             Some(sink) => Some(tokio::spawn(crate::publisher::run(
                 db.clone(),
                 sink,
-                self.state.publisher.clone(),
+                crate::publisher::PublisherHandle {
+                    wake: publisher_wake,
+                    stats: self.state.publisher.stats.clone(),
+                },
                 stopped.clone(),
             ))),
             None => {
@@ -386,6 +480,8 @@ impl Application {
             let _ = p.await;
         }
         let _ = retention.await;
+        let _ = webhooks.await;
+        let _ = relay.await;
         db.close().await;
         result
     }

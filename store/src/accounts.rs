@@ -43,43 +43,10 @@ impl Db {
         api_access: bool,
     ) -> Result<NewAccount, StoreError> {
         let email = normalise_email(email)?;
-        let now = Micros::now().0;
-        let id = new_id();
-        let group_id = new_id();
         let mut tx = self.begin_write().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO accounts (id, email, api_access, default_group_id, link_count, created_at) \
-             VALUES ($1, $2, $3, $4, 0, $5)",
-        )
-        .bind(&id)
-        .bind(&email)
-        .bind(i64::from(api_access))
-        .bind(&group_id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await;
-        match inserted {
-            Err(e) if is_unique_violation(&e) => {
-                return Err(StoreError::Conflict(format!(
-                    "an account with email {email} exists"
-                )));
-            }
-            r => r?,
-        };
-        groups::insert_group(
-            &mut tx,
-            &group_id,
-            &id,
-            DEFAULT_GROUP_NAME,
-            &GroupSettings::default(),
-            now,
-        )
-        .await?;
+        let account = insert_account(&mut tx, &email, api_access, Micros::now().0).await?;
         tx.commit().await?;
-        Ok(NewAccount {
-            id,
-            default_group_id: group_id,
-        })
+        Ok(account)
     }
 
     /// The account with this email.
@@ -150,6 +117,51 @@ impl Db {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Inserts an account of `email` (already normalised; also its name until an owner renames it) and its default
+/// group on `tx`; an account of that email is a conflict. Used by [`Db::create_account`] and by sign-up, which
+/// makes the account's owner in the same transaction.
+pub(crate) async fn insert_account(
+    tx: &mut sqlx::AnyConnection,
+    email: &str,
+    api_access: bool,
+    now: i64,
+) -> Result<NewAccount, StoreError> {
+    let id = new_id();
+    let group_id = new_id();
+    let inserted = sqlx::query(
+        "INSERT INTO accounts (id, email, name, api_access, default_group_id, link_count, created_at) \
+         VALUES ($1, $2, $2, $3, $4, 0, $5)",
+    )
+    .bind(&id)
+    .bind(email)
+    .bind(i64::from(api_access))
+    .bind(&group_id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await;
+    match inserted {
+        Err(e) if is_unique_violation(&e) => {
+            return Err(StoreError::Conflict(format!(
+                "an account with email {email} exists"
+            )));
+        }
+        r => r?,
+    };
+    groups::insert_group(
+        &mut *tx,
+        &group_id,
+        &id,
+        DEFAULT_GROUP_NAME,
+        &GroupSettings::default(),
+        now,
+    )
+    .await?;
+    Ok(NewAccount {
+        id,
+        default_group_id: group_id,
+    })
 }
 
 /// Trims and lowercases an email; refuses anything that is plainly not one.

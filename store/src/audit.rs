@@ -84,6 +84,14 @@ pub enum Action {
     DomainAdded,
     /// A custom domain of the account was disabled.
     DomainDisabled,
+    /// A webhook endpoint was created.
+    WebhookCreated,
+    /// A webhook endpoint's URL, events, description or state changed.
+    WebhookUpdated,
+    /// A webhook endpoint was deleted.
+    WebhookDeleted,
+    /// A webhook endpoint's signing secret was replaced (the secret is never in the row).
+    WebhookSecretRotated,
 }
 
 impl Action {
@@ -108,6 +116,10 @@ impl Action {
             Self::AccountRenamed => "account.renamed",
             Self::DomainAdded => "domain.added",
             Self::DomainDisabled => "domain.disabled",
+            Self::WebhookCreated => "webhook.created",
+            Self::WebhookUpdated => "webhook.updated",
+            Self::WebhookDeleted => "webhook.deleted",
+            Self::WebhookSecretRotated => "webhook.secret_rotated",
         }
     }
 
@@ -130,6 +142,10 @@ impl Action {
             | Self::MemberRemoved => "member",
             Self::AccountRenamed => "account",
             Self::DomainAdded | Self::DomainDisabled => "domain",
+            Self::WebhookCreated
+            | Self::WebhookUpdated
+            | Self::WebhookDeleted
+            | Self::WebhookSecretRotated => "webhook",
         }
     }
 }

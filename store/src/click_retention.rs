@@ -1,5 +1,5 @@
-//! Retention of the raw click events, of the batch ids and event ids of click reports, and of the activity log's
-//! rows: each is deleted by age, in bounded statements (each its own short transaction, so the SQLite writer is
+//! Retention of the raw click events, of the batch ids and event ids of click reports, of the activity log's
+//! rows and of the webhooks' log, finished deliveries and events: each is deleted by age, in bounded statements (each its own short transaction, so the SQLite writer is
 //! never held for long). The day counters are kept: statistics do not change when raw events go.
 
 use crate::domain::Micros;
@@ -19,6 +19,13 @@ pub enum Aged {
     EventIds,
     /// Rows of the activity log ([`crate::audit`]), by when the change was made.
     AuditRows,
+    /// The webhooks' log of attempts, by when the attempt was made.
+    WebhookAttempts,
+    /// Finished webhook deliveries (succeeded or failed; never a pending one), by when they were created: an
+    /// event whose delivery is gone can no longer be redelivered.
+    WebhookDeliveries,
+    /// Webhook events with no delivery left, by when they were created.
+    WebhookEvents,
 }
 
 impl Aged {
@@ -39,6 +46,17 @@ impl Aged {
             }
             Aged::AuditRows => {
                 "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < $1 LIMIT $2)"
+            }
+            Aged::WebhookAttempts => {
+                "DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 LIMIT $2)"
+            }
+            Aged::WebhookDeliveries => {
+                "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries \
+                 WHERE state <> 'pending' AND created_at < $1 LIMIT $2)"
+            }
+            Aged::WebhookEvents => {
+                "DELETE FROM webhook_events WHERE id IN (SELECT ev.id FROM webhook_events ev WHERE ev.created_at < $1 \
+                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id) LIMIT $2)"
             }
         }
     }

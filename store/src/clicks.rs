@@ -1,5 +1,6 @@
 //! Click reports from the edge: each report's raw events and its per-day counters of links, groups and accounts
-//! ([`crate::click_stats`]), written in one transaction, and at most once per batch id.
+//! ([`crate::click_stats`]), and the webhooks' `link.clicked` events, written in one transaction, and at most once
+//! per batch id.
 //!
 //! Built for throughput (reports of up to 1,000 events, tens of thousands of events a second on two cores): each
 //! distinct link (host, short code) and group of a report is looked up once, counter increments are added up in
@@ -12,6 +13,7 @@
 use crate::domain::{ClickBatchId, Day, Micros};
 use crate::error::{StoreError, is_unique_violation};
 use crate::sql_chunks::{MultiRow, in_lists};
+use crate::webhooks::{self, EventType};
 use kv_model::{ClickEvent, SHORT_CODE_MAX_LEN};
 use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -458,6 +460,7 @@ pub(crate) async fn record_reports(
     let targets = Targets::resolve(conn, &events).await?;
     let mut clicks: Vec<(usize, &Event)> = Vec::with_capacity(events.len());
     let mut outcomes = Vec::with_capacity(reports.len());
+    let mut stored = Vec::with_capacity(reports.len());
     for (events, fresh) in new_events.iter().zip(&fresh) {
         if !fresh {
             outcomes.push(Ingested::Duplicate);
@@ -466,8 +469,73 @@ pub(crate) async fn record_reports(
         let before = clicks.len();
         clicks.extend(events.iter().filter_map(|e| targets.of(e).map(|t| (t, *e))));
         outcomes.push(Ingested::Stored(clicks.len() - before));
+        stored.push(before..clicks.len());
     }
     insert_events(conn, multi_row, &targets.list, &clicks).await?;
     count(conn, multi_row, &targets.list, &clicks).await?;
+    emit_clicked(conn, &targets.list, &clicks, &stored).await?;
     Ok(outcomes)
+}
+
+/// The webhooks' `link.clicked` events: one per persistent link per report (`reports`: each report's range of
+/// `clicks`), `{"link_id", "clicks": [{"timestamp", "country", "device", "referer_host"}]}` in the report's order
+/// (never an address: none is stored), for the accounts with a subscribed endpoint. Dynamic links' clicks have no
+/// link and send none.
+async fn emit_clicked(
+    conn: &mut AnyConnection,
+    targets: &[Target],
+    clicks: &[(usize, &Event)],
+    reports: &[std::ops::Range<usize>],
+) -> Result<(), StoreError> {
+    let accounts: Vec<&str> = clicks
+        .iter()
+        .map(|(t, _)| &targets[*t])
+        .filter(|t| t.link_id.is_some())
+        .map(|t| t.account_id.as_str())
+        .collect();
+    if accounts.is_empty() {
+        return Ok(());
+    }
+    let subscribed = webhooks::emit::subscribers(conn, &accounts, EventType::LinkClicked).await?;
+    if subscribed.is_empty() {
+        return Ok(());
+    }
+    let mut events = Vec::new();
+    for range in reports {
+        // Per link, in the order of each link's first click in the report.
+        let mut per_link: Vec<(usize, Vec<serde_json::Value>)> = Vec::new();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for (t, e) in &clicks[range.clone()] {
+            let target = &targets[*t];
+            if target.link_id.is_none() || !subscribed.contains_key(&target.account_id) {
+                continue;
+            }
+            let at = *index.entry(*t).or_insert_with(|| {
+                per_link.push((*t, Vec::new()));
+                per_link.len() - 1
+            });
+            per_link[at].1.push(serde_json::json!({
+                "timestamp": Micros(e.at).to_iso8601(),
+                "country": e.country,
+                "device": e.device,
+                "referer_host": e.referer_host,
+            }));
+        }
+        for (t, list) in per_link {
+            let target = &targets[t];
+            let (Some(link), Some(endpoints)) =
+                (&target.link_id, subscribed.get(&target.account_id))
+            else {
+                continue;
+            };
+            events.push(webhooks::emit::Pending {
+                account_id: &target.account_id,
+                ordering_key: link,
+                data: serde_json::json!({ "link_id": link, "clicks": list }),
+                endpoints,
+            });
+        }
+    }
+    webhooks::emit::write_events(conn, EventType::LinkClicked, events).await?;
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! One link creation inside a transaction: the rate-limit count and the insert ([`insert_link`]), then, once per
-//! transaction, the accounts' link counters and the outbox rows ([`record_created`]). Both commit paths (SQLite's
+//! transaction, the accounts' link counters, the outbox rows, the activity log and the webhooks' `link.created`
+//! events ([`record_created`]). Both commit paths (SQLite's
 //! batched writer, PostgreSQL's own transaction) are built from these two, so the rules are written once.
 
 use crate::audit::{self, Action, Actor};
@@ -8,6 +9,7 @@ use crate::error::StoreError;
 use crate::ids::new_id;
 use crate::outbox;
 use crate::rate_limit::{RateLimitState, RateWindow};
+use crate::webhooks::{self, EventType};
 use sqlx::{AnyConnection, Row};
 
 /// What create-link needs, already validated.
@@ -207,7 +209,12 @@ pub(crate) async fn record_created(
             }),
         })
         .collect();
-    audit::record_many(conn, &entries).await
+    audit::record_many(conn, &entries).await?;
+    let links: Vec<(&str, &str)> = created
+        .iter()
+        .map(|(req, link)| (req.account_id.as_str(), link.id.as_str()))
+        .collect();
+    webhooks::emit::emit_links(conn, EventType::LinkCreated, &links).await
 }
 
 /// What is left of the creator's limit in the window ending now: its own links created in the last hour,

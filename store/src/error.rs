@@ -21,6 +21,10 @@ pub enum Entity {
     Member,
     /// An invitation (unknown, used or expired).
     Invitation,
+    /// A webhook endpoint.
+    Webhook,
+    /// A webhook event (of one endpoint).
+    WebhookEvent,
 }
 
 impl fmt::Display for Entity {
@@ -33,6 +37,8 @@ impl fmt::Display for Entity {
             Self::User => "user",
             Self::Member => "member",
             Self::Invitation => "invitation",
+            Self::Webhook => "webhook",
+            Self::WebhookEvent => "webhook event",
         })
     }
 }
@@ -91,6 +97,12 @@ pub enum StoreError {
         /// Seconds to wait.
         retry_after: i64,
     },
+    /// The account has its most webhook endpoints already.
+    #[error("an account has at most {0} webhook endpoints: delete one before creating another")]
+    WebhookLimit(u32),
+    /// The webhook endpoint is disabled (enable it first).
+    #[error("the webhook endpoint is disabled: enable it first")]
+    WebhookDisabled,
     /// Migrations failed.
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

@@ -7,6 +7,8 @@ use crate::error::{Entity, StoreError};
 use crate::ids::new_id;
 use crate::outbox;
 use crate::pool::{Db, require_account_in};
+use crate::webhooks::EventType;
+use crate::webhooks::emit::{emit, group_data};
 use sqlx::{AnyConnection, Row};
 
 /// Longest group name we store.
@@ -273,6 +275,14 @@ impl Db {
             &serde_json::json!({ "name": row.name, "settings": row.settings }),
         )
         .await?;
+        emit(
+            &mut tx,
+            account_id,
+            EventType::GroupCreated,
+            &row.id,
+            group_data(&row),
+        )
+        .await?;
         tx.commit().await?;
         Ok(row)
     }
@@ -313,7 +323,12 @@ impl Db {
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            outbox::enqueue(&mut tx, &[kv_model::group_key(id)]).await?;
+            let mut keys = vec![kv_model::group_key(id)];
+            // Each link's record carries a copy of the settings (`kv_model::LinkRecord::group_settings`).
+            if *settings != before.settings {
+                keys.extend(crate::publishing::group_link_keys(&mut tx, id).await?);
+            }
+            outbox::enqueue(&mut tx, &keys).await?;
         }
         let row = group_in(&mut tx, owner, id).await?;
         if name.is_some() || settings.is_some() {
@@ -334,6 +349,14 @@ impl Db {
                 Action::GroupUpdated,
                 id,
                 &details.into(),
+            )
+            .await?;
+            emit(
+                &mut tx,
+                &account,
+                EventType::GroupUpdated,
+                id,
+                group_data(&row),
             )
             .await?;
         }
@@ -447,6 +470,11 @@ impl Db {
             &serde_json::json!({ "name": group.name, "links_moved": moved.len() }),
         )
         .await?;
+        // Its last state, and where its links went (they get no link.updated events of their own).
+        let mut data = group_data(&group);
+        data["links_moved"] = moved.len().into();
+        data["links_moved_to"] = default_group.as_str().into();
+        emit(&mut tx, &account, EventType::GroupDeleted, id, data).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -30,12 +30,15 @@ mod links;
 mod members;
 mod outbox;
 mod password_hashing;
+mod password_resets;
 mod password_throttle;
 mod pool;
 mod publishing;
 mod rate_limit;
+mod signup;
 mod sql_chunks;
 mod web_auth;
+mod webhooks;
 mod write_budget;
 
 pub use accounts::{AccountRow, NewAccount};
@@ -57,12 +60,19 @@ pub use members::{
     PendingInvitation, validate_account_name,
 };
 pub use password_hashing::{DEFAULT_HASH_WAIT, HashLimit};
+pub use password_resets::{PasswordReset, RESET_TTL_MICROS, ResetLink, ResetRequest};
 pub use password_throttle::{THROTTLE_FAILURES, THROTTLE_WINDOW_MICROS};
 pub use pool::{Db, Engine, PoolUse};
 pub use publishing::OutboxLag;
 pub use rate_limit::{RATE_LIMIT, RateLimitState, RateWindow};
+pub use signup::SignUp;
 pub use web_auth::{
     AccountChoice, NewSession, PasswordCheck, SESSION_ABSOLUTE_MICROS, SESSION_IDLE_MICROS,
     SessionAccount, SessionUser, SignIn,
+};
+pub use webhooks::{
+    AttemptPage, AttemptRow, Attempted, DISABLE_AFTER, DueDelivery, EventType,
+    MAX_WEBHOOK_DESCRIPTION_CHARS, MAX_WEBHOOKS_PER_ACCOUNT, NewWebhook, UnknownEvent,
+    WEBHOOK_RETENTION_DAYS, WebhookEndpoint, WebhookPatch,
 };
 pub use write_budget::{DEFAULT_WRITES_PER_MINUTE, WriteCharge, WriteSubject};

@@ -13,6 +13,8 @@ use crate::links::{ListedLink, get_link_in};
 use crate::outbox;
 use crate::pool::Db;
 use crate::rate_limit::RateWindow;
+use crate::webhooks::EventType;
+use crate::webhooks::emit::emit;
 use sqlx::{AnyConnection, Row};
 
 /// The fields a PATCH may change; `None` leaves a field as it is.
@@ -205,6 +207,15 @@ impl Db {
             &patch.details(&link.short_url()),
         )
         .await?;
+        // Paused and resumed included: receivers see the link as it now is.
+        emit(
+            &mut tx,
+            account_id,
+            EventType::LinkUpdated,
+            link_id,
+            link.to_json(),
+        )
+        .await?;
         tx.commit().await?;
         Ok(link)
     }
@@ -229,7 +240,8 @@ impl Db {
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(
             "DELETE FROM links WHERE id = $1 AND account_id = $2 \
-             RETURNING created_by_key, created_at, short_code, domain_id, long_url",
+             RETURNING created_by_key, created_at, short_code, domain_id, long_url, group_id, is_active, expires_at, \
+             forward_query",
         )
         .bind(link_id)
         .bind(account_id)
@@ -266,11 +278,25 @@ impl Db {
         let short_code: String = row.try_get("short_code")?;
         let key = kv_model::link_key(&host, &short_code);
         outbox::enqueue(&mut tx, &[key]).await?;
+        // The link's last state, from the row the DELETE removed (after any change committed before it).
+        let last = ListedLink {
+            id: link_id.to_owned(),
+            short_code,
+            long_url: row.try_get("long_url")?,
+            domain: host,
+            group_id: row.try_get("group_id")?,
+            is_active: row.try_get::<i64, _>("is_active")? != 0,
+            created_at: Micros(created_at).to_iso8601(),
+            expires_at: row
+                .try_get::<Option<i64>, _>("expires_at")?
+                .map(|t| Micros(t).to_iso8601()),
+            forward_query: row.try_get::<i64, _>("forward_query")? != 0,
+        };
         let details = serde_json::json!({
-            "short_url": crate::creation::short_url(&host, &short_code),
-            "short_code": short_code,
-            "domain": host,
-            "long_url": row.try_get::<String, _>("long_url")?,
+            "short_url": last.short_url(),
+            "short_code": last.short_code,
+            "domain": last.domain,
+            "long_url": last.long_url,
         });
         audit::record(
             &mut tx,
@@ -279,6 +305,14 @@ impl Db {
             Action::LinkDeleted,
             link_id,
             &details,
+        )
+        .await?;
+        emit(
+            &mut tx,
+            account_id,
+            EventType::LinkDeleted,
+            link_id,
+            last.to_json(),
         )
         .await?;
         tx.commit().await?;

@@ -17,8 +17,9 @@ use sqlx::Row;
 /// Attempts at a generated code before giving up (each collides with odds ~n/36^7).
 const GENERATE_ATTEMPTS: usize = 8;
 
-/// A listed link (spec 2 "Link (as listed)").
-#[derive(Debug, Clone)]
+/// A listed link (spec 2 "Link (as listed)"). Its serialisation is the one JSON shape of a link: the API's answers
+/// and the webhooks' `data` both come from it ([`ListedLink::to_json`]).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ListedLink {
     /// Link id.
     pub id: String,
@@ -59,6 +60,12 @@ impl ListedLink {
                 .map(|t| Micros(t).to_iso8601()),
             forward_query: r.try_get::<i64, _>("forward_query")? != 0,
         })
+    }
+
+    /// The link as the API lists it (and as webhooks send it): `id`, `short_code`, `long_url`, `domain`,
+    /// `group_id`, `is_active`, `created_at`, `expires_at`, `forward_query`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// The URL visitors follow.

@@ -6,7 +6,30 @@ use crate::error::StoreError;
 use crate::outbox::enqueue;
 use crate::pool::Db;
 use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
+
+/// The KV keys of every link of group `id` (in the caller's transaction): their records carry a copy of the
+/// group's settings, so a change of the settings republishes them.
+pub(crate) async fn group_link_keys(
+    conn: &mut AnyConnection,
+    id: &str,
+) -> Result<Vec<String>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id WHERE l.group_id = $1",
+    )
+    .bind(id)
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(kv_model::link_key(
+                &r.try_get::<String, _>("host")?,
+                &r.try_get::<String, _>("short_code")?,
+            ))
+        })
+        .collect::<Result<_, sqlx::Error>>()
+        .map_err(Into::into)
+}
 
 /// Pending outbox rows and the age of the oldest: the publisher's lag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +215,9 @@ impl Db {
         )))
     }
 
-    /// A persistent link as the edge sees it, by hostname and (lowercase) short code.
+    /// A persistent link as the edge sees it, by hostname and (lowercase) short code, with a copy of its group's
+    /// settings (`LinkRecord::group_settings`: a new isolate decides the link's first visit from it; a change of
+    /// the settings republishes the group's links, `update_group`).
     pub async fn link_record(
         &self,
         host: &str,
@@ -200,30 +225,153 @@ impl Db {
     ) -> Result<Option<LinkRecord>, StoreError> {
         // A disabled account's links stop at the edge as if paused.
         let row = sqlx::query(
-            "SELECT l.long_url, l.group_id, l.is_active, l.expires_at, l.forward_query, a.disabled \
+            "SELECT l.long_url, l.group_id, l.is_active, l.expires_at, l.forward_query, a.disabled, \
+             g.settings AS group_settings \
              FROM links l JOIN domains d ON d.id = l.domain_id JOIN accounts a ON a.id = l.account_id \
+             JOIN groups g ON g.id = l.group_id \
              WHERE d.host = $1 AND l.short_code = $2",
         )
         .bind(host.to_ascii_lowercase())
         .bind(short_code.to_ascii_lowercase())
         .fetch_optional(&self.read)
         .await?;
-        row.map(|r| {
-            let active =
-                r.try_get::<i64, _>("is_active")? != 0 && r.try_get::<i64, _>("disabled")? == 0;
-            Ok(LinkRecord {
-                expires_at: r
-                    .try_get::<Option<i64>, _>("expires_at")?
-                    .map(|t| Micros(t).unix_millis_ceil()),
-                forward_query: r.try_get::<i64, _>("forward_query")? != 0,
-                ..LinkRecord::new(
-                    r.try_get::<String, _>("long_url")?,
-                    r.try_get::<String, _>("group_id")?,
-                    active,
-                )
-            })
-        })
-        .transpose()
-        .map_err(|e: sqlx::Error| e.into())
+        let Some(r) = row else {
+            return Ok(None);
+        };
+        let active =
+            r.try_get::<i64, _>("is_active")? != 0 && r.try_get::<i64, _>("disabled")? == 0;
+        let settings: String = r.try_get("group_settings")?;
+        let group_settings = serde_json::from_str(&settings).map_err(|e| {
+            StoreError::Internal(format!("stored group settings do not parse: {e}"))
+        })?;
+        Ok(Some(LinkRecord {
+            expires_at: r
+                .try_get::<Option<i64>, _>("expires_at")?
+                .map(|t| Micros(t).unix_millis_ceil()),
+            forward_query: r.try_get::<i64, _>("forward_query")? != 0,
+            group_settings: Some(group_settings),
+            ..LinkRecord::new(
+                r.try_get::<String, _>("long_url")?,
+                r.try_get::<String, _>("group_id")?,
+                active,
+            )
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use crate::domain::{GroupSettings, Hostname};
+    use crate::{Actor, Db, DomainOwner};
+
+    /// What a change of a big group's settings costs now that each of its links' records carries a copy of them
+    /// (BENCHMARKS.md, "Edge worker", the one KV round of a new isolate): the change's own transaction (the link
+    /// keys found and put in the outbox), and the publisher's side without the network (every row read, every
+    /// key's record built, the rows removed, in batches of 500 as `origin-api`'s publisher takes them). SQLite in
+    /// a file. `REPUBLISH_LINKS=100000 cargo test -p shortlink-store --release -- --ignored --nocapture
+    /// group_settings_republish`.
+    #[tokio::test(flavor = "multi_thread")]
+    #[ignore = "a measurement, not a test: about a minute"]
+    async fn group_settings_republish() {
+        let n: usize = std::env::var("REPUBLISH_LINKS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000);
+        let dir = std::env::temp_dir().join(format!(
+            "shortlink-republish-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let url = format!("sqlite://{}", dir.join("db.sqlite").display());
+        let db = Db::connect(&url, 4).await.unwrap();
+        db.migrate().await.unwrap();
+        let account = db.create_account("big@example.com", true).await.unwrap();
+        let domain = db
+            .add_domain(
+                &Hostname::parse("sho.rt").unwrap(),
+                &DomainOwner::Platform,
+                None,
+                &Actor::Operator,
+            )
+            .await
+            .unwrap();
+        let group = db
+            .create_group(
+                &account.id,
+                "big",
+                &GroupSettings::default(),
+                &Actor::Operator,
+            )
+            .await
+            .unwrap();
+        let mut tx = db.begin_write().await.unwrap();
+        for start in (0..n).step_by(200) {
+            let end = (start + 200).min(n);
+            let values: Vec<String> = (0..end - start)
+                .map(|k| {
+                    let p = 4 + k * 3;
+                    format!("(${p}, $1, $2, $3, ${}, ${}, 1, 0)", p + 1, p + 2)
+                })
+                .collect();
+            let sql = format!(
+                "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, \
+                 created_at) VALUES {}",
+                values.join(", ")
+            );
+            let mut q = sqlx::query(&sql)
+                .bind(&account.id)
+                .bind(&group.id)
+                .bind(&domain.id);
+            for i in start..end {
+                q = q
+                    .bind(uuid::Uuid::new_v4().to_string())
+                    .bind(format!("l{i}"))
+                    .bind(format!("https://example.com/landing/{i}"));
+            }
+            q.execute(&mut *tx).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+        let drain = |db: &Db| {
+            let db = db.clone();
+            async move {
+                let (mut rows, mut bytes) = (0usize, 0usize);
+                loop {
+                    let batch = db.outbox_batch(500).await.unwrap();
+                    if batch.is_empty() {
+                        return (rows, bytes);
+                    }
+                    for (_, key) in &batch {
+                        bytes += db.kv_record(key).await.unwrap().map_or(0, |r| r.len());
+                    }
+                    let ids: Vec<i64> = batch.iter().map(|(id, _)| *id).collect();
+                    db.outbox_remove(&ids).await.unwrap();
+                    rows += batch.len();
+                }
+            }
+        };
+        drain(&db).await;
+
+        let settings = GroupSettings::parse(r#"{"analytics":{"enabled":true}}"#).unwrap();
+        let t = Instant::now();
+        db.update_group(None, &group.id, None, Some(&settings), &Actor::Operator)
+            .await
+            .unwrap();
+        let update = t.elapsed();
+        let t = Instant::now();
+        let (rows, bytes) = drain(&db).await;
+        let publish = t.elapsed();
+        assert_eq!(rows, n + 1, "the group's key and every link's");
+        eprintln!(
+            "group_settings_republish: {n} links; update_group {:.0} ms; publisher side {rows} keys in {:.1} s \
+             ({:.0} keys/s), {bytes} bytes of records ({:.0} bytes a link)",
+            update.as_secs_f64() * 1e3,
+            publish.as_secs_f64(),
+            rows as f64 / publish.as_secs_f64(),
+            bytes as f64 / rows as f64,
+        );
+        db.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

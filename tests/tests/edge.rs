@@ -868,3 +868,62 @@ async fn floor_worker_serves() {
         .await
         .assert_redirect("https://example.com/");
 }
+
+/// A new isolate decides a link's first visit from the copy of its group's settings the link's record carries
+/// (one round of KV reads: the link and the blocklist), then reads the group's own record after the response:
+/// from then on the group's record applies, and a copy never stands in for a group the isolate holds.
+#[tokio::test]
+async fn a_first_visit_uses_the_links_copy_of_its_groups_settings_then_the_group() {
+    let w = seeded().await;
+    // The copy is older than the group's record: it still has an interstitial the group has since dropped.
+    let old_settings = serde_json::from_value(json!({"monetization": {"interstitial_seconds": 3}}))
+        .expect("settings");
+    w.sync(
+        vec![
+            (
+                format!("link:{HOST}:copied"),
+                link_with("https://dest.example/copied", |l| {
+                    l.group_settings = Some(old_settings);
+                }),
+            ),
+            (
+                format!("link:{HOST}:also"),
+                link_with("https://dest.example/also", |l| {
+                    l.group_settings = Some(
+                        serde_json::from_value(json!({"monetization": {}})).expect("settings"),
+                    );
+                }),
+            ),
+        ],
+        vec![],
+    )
+    .await;
+
+    // The isolate does not hold the group: the copy decides (the interstitial, a 200 page).
+    let first = w
+        .visit(HOST, "/copied", &[("User-Agent", BROWSER_UA)])
+        .await;
+    assert_eq!(first.status, 200, "{:?}", first.headers);
+    assert!(first.body.contains("https://dest.example/copied"));
+
+    // The group's own record, read after that response, applies from then on: no interstitial.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let v = w
+            .visit(HOST, "/copied", &[("User-Agent", BROWSER_UA)])
+            .await;
+        if v.status == 302 {
+            v.assert_destination("https://dest.example/copied");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the group's record never replaced the copy"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Another link whose copy has rules, on an isolate that holds the group: the group's record, not the copy.
+    w.visit(HOST, "/also", &[("User-Agent", BROWSER_UA)])
+        .await
+        .assert_destination("https://dest.example/also");
+}

@@ -188,6 +188,9 @@ fn test() -> Result {
         "-D",
         "warnings",
     ]))?;
+    // The mail tests' SMTP server on loopback (aiosmtpd), before the workspace tests that start it.
+    ensure_pip("tests/support/requirements-mail.txt")?;
+    ensure_pip("tests/support/requirements-webhooks.txt")?;
     // Unit and integration tests on SQLite and PostgreSQL; property tests with a bounded budget.
     let cases = std::env::var("PROPTEST_CASES").unwrap_or_else(|_| "2000".to_owned());
     // (The e2e crate runs last, in workerd, through scripts/edge-test.sh.)

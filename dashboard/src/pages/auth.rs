@@ -41,6 +41,7 @@ pub(crate) async fn sign_in_page(
     State(state): State<DashboardState>,
     headers: HeaderMap,
     Query(next): Query<Next>,
+    Query(done): Query<Done>,
 ) -> Result<Response, DashboardError> {
     let next = safe_next(&next.next);
     if let Some(token) = session::token(&headers, state.secure_cookies) {
@@ -54,6 +55,8 @@ pub(crate) async fn sign_in_page(
         email: String::new(),
         error: None,
         next: next.unwrap_or_default(),
+        signup_open: state.signup_open,
+        notice: done.notice(),
     })
     .into_response())
 }
@@ -109,6 +112,8 @@ pub(crate) async fn sign_in(
             email,
             error: Some(message),
             next: next.unwrap_or_default(),
+            signup_open: state.signup_open,
+            notice: None,
         }),
     )
         .into_response();

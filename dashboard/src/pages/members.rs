@@ -184,7 +184,15 @@ pub(crate) async fn invite(
         invite.token.expose()
     );
     let expires_at = show_time(&invite.expires_at.to_iso8601());
-    let mailed = false; // MAIL-PENDING: crate::mail::send_invitation once the mail module lands
+    let mailed = crate::mail::send_invitation(
+        &state,
+        &invite.email,
+        &user.account.name,
+        role.as_str(),
+        &url,
+        &expires_at,
+    )
+    .await;
     let made = InvitationMade {
         email: invite.email,
         role: role.as_str(),

@@ -9,6 +9,8 @@ pub(crate) mod invitations;
 pub(crate) mod key;
 pub(crate) mod links;
 pub(crate) mod members;
+pub(crate) mod recovery;
+pub(crate) mod signup;
 
 use crate::session::SignedIn;
 use crate::views::{Abilities, Nav};
@@ -55,6 +57,10 @@ impl Done {
             "role" => "Role changed.",
             "removed" => "Member removed.",
             "renamed" => "Account renamed.",
+            "reset" => {
+                "Your new password is set, and every session was signed out. Sign in with the new password."
+            }
+            "welcome" => "Welcome: your account is ready, with a default group for your links.",
             _ => return None,
         })
     }

@@ -6,6 +6,7 @@
 
 mod click_queue;
 mod fast;
+mod kv;
 mod origin_io;
 mod records;
 mod sync_route;
@@ -156,7 +157,7 @@ async fn handle(mut req: Request, env: Env, ctx: Context, now_ms: u64) -> worker
     let (authority, _, query) = route::split_url(&raw_url);
     let host = host_header.or_else(|| route::normalize_request_host(authority));
     let reply = match route::route(method.as_ref(), &path, query) {
-        Route::Sync => sync_route::sync_route(&mut req, &env).await,
+        Route::Sync => boxed(sync_route::sync_route(&mut req, &env)).await,
         Route::MethodNotAllowed => reply(&Page::MethodNotAllowed, head),
         route => {
             let visit_ctx = Visit {
@@ -169,7 +170,7 @@ async fn handle(mut req: Request, env: Env, ctx: Context, now_ms: u64) -> worker
                 head,
                 now_ms,
             };
-            let page = visit(&visit_ctx, route).await;
+            let page = boxed(visit(&visit_ctx, route)).await;
             reply(&page, head)
         }
     };
@@ -287,89 +288,136 @@ impl Visit<'_> {
     }
 }
 
+/// A future of its own, behind a pointer: the compiler then keeps its code in a function of its own instead of
+/// inlining it into the caller's. On a new isolate V8 compiles each wasm function the first time it runs, whole;
+/// one function holding every route would make the first request compile the code of all of them.
+type Boxed<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
+
+fn boxed<'a, T>(future: impl std::future::Future<Output = T> + 'a) -> Boxed<'a, T> {
+    Box::pin(future)
+}
+
+/// What a visitor route decided, with what the click report needs.
+struct Visited {
+    decision: Decision,
+    visitor: Visitor,
+    code: Option<String>,
+    group_id: String,
+}
+
 /// Visitor routes: persistent links, dynamic links and everything else that falls back.
 async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
     let Some(host) = ctx.host.as_deref() else {
-        return ctx.fallback().await;
+        return boxed(ctx.fallback()).await;
     };
-    let (decision, visitor, code, group_id) = match route {
-        Route::Persistent { code } => {
-            let records = &ctx.records;
-            let link = records.link(host, &code).await;
-            let now_ms = i64::try_from(ctx.now_ms).unwrap_or(i64::MAX);
-            // The group, the blocklist and the query matter only to a link that can still redirect: a paused or
-            // expired one falls back without them.
-            let live = link
-                .as_deref()
-                .filter(|l| l.is_active && !l.expired(now_ms));
-            let (group, blocklist) = match live {
-                Some(l) => {
-                    join(
-                        ctx.link_group(host, &code, &l.group_id),
-                        records.blocklist(),
-                    )
-                    .await
-                }
-                None => (GroupRead::Absent, None),
-            };
-            let query = live.filter(|l| l.forward_query).and_then(|_| ctx.query());
-            let group = match &group {
-                GroupRead::Found(group) => LinkGroup::Rules(&group.settings),
-                GroupRead::Absent => LinkGroup::Absent,
-                GroupRead::Unavailable => LinkGroup::Unavailable,
-            };
-            let settings = match group {
-                LinkGroup::Rules(settings) => Some(settings),
-                LinkGroup::Absent | LinkGroup::Unavailable => None,
-            };
-            let visitor = ctx.visitor(settings);
-            let decision = decision::decide_persistent(
-                link.as_deref(),
-                group,
-                blocklist.as_deref(),
-                &visitor,
-                query.as_deref(),
-                now_ms,
-            );
-            let group_id = link.map(|l| l.group_id.clone()).unwrap_or_default();
-            (decision, visitor, Some(code), group_id)
-        }
-        Route::Dynamic { group_id, token } => {
-            let records = &ctx.records;
-            // One round of KV reads on a cold isolate, not two: the three records do not depend on each other.
-            let (domain, group, blocklist) = join3(
-                records.domain(host),
-                records.group(&group_id),
-                records.blocklist(),
-            )
-            .await;
-            let now_seconds = i64::try_from(ctx.now_ms / 1000).unwrap_or(i64::MAX);
-            // A group that could not be read, with no earlier copy, is no group: the link falls back.
-            let group = match &group {
-                GroupRead::Found(group) => Some(group.as_ref()),
-                GroupRead::Absent | GroupRead::Unavailable => None,
-            };
-            let visitor = ctx.visitor(group.map(|g| &g.settings));
-            let decision = decision::decide_dynamic(
-                domain.as_deref(),
-                group,
-                token.as_deref(),
-                blocklist.as_deref(),
-                &visitor,
-                now_seconds,
-            );
-            (decision, visitor, None, group_id)
-        }
-        _ => return ctx.fallback().await,
+    let visited = match route {
+        Route::Persistent { code } => boxed(persistent(ctx, host, code)).await,
+        Route::Dynamic { group_id, token } => boxed(dynamic(ctx, host, group_id, token)).await,
+        _ => return boxed(ctx.fallback()).await,
     };
-    if analytics::counts(&decision, ctx.head, &visitor) {
-        ctx.record_click(host, code.as_deref(), &group_id, &visitor);
+    if analytics::counts(&visited.decision, ctx.head, &visited.visitor) {
+        ctx.record_click(
+            host,
+            visited.code.as_deref(),
+            &visited.group_id,
+            &visited.visitor,
+        );
     }
-    page_for(ctx, decision).await
+    match visited.decision.outcome {
+        Outcome::Destination(url) => Page::Destination(url),
+        outcome => boxed(page_for(ctx, outcome)).await,
+    }
 }
 
-async fn page_for(ctx: &Visit<'_>, decision: Decision) -> Page {
-    match decision.outcome {
+/// A persistent link. On a new isolate its first visit costs one round of KV reads: the link and the blocklist
+/// together (one key for every link, read before the link says it needs it), and the group's rules from the copy
+/// of its settings the link's record carries; the group's own record is read after the response, for the next
+/// visits. A link published before records carried the copy reads its group after the link, as it always did.
+async fn persistent(ctx: &Visit<'_>, host: &str, code: String) -> Visited {
+    let records = &ctx.records;
+    let (link, blocklist) = join(records.link(host, &code), records.blocklist()).await;
+    let now_ms = i64::try_from(ctx.now_ms).unwrap_or(i64::MAX);
+    // The group and the query matter only to a link that can still redirect: a paused or expired one falls back
+    // without them.
+    let live = link
+        .as_deref()
+        .filter(|l| l.is_active && !l.expired(now_ms));
+    let group_read;
+    let group = match live {
+        Some(l) => match &l.group_settings {
+            Some(copy) if !records.group_cached(&l.group_id) => {
+                records.load_group_after_response(&l.group_id);
+                LinkGroup::Rules(copy)
+            }
+            _ => {
+                group_read = ctx.link_group(host, &code, &l.group_id).await;
+                match &group_read {
+                    GroupRead::Found(group) => LinkGroup::Rules(&group.settings),
+                    GroupRead::Absent => LinkGroup::Absent,
+                    GroupRead::Unavailable => LinkGroup::Unavailable,
+                }
+            }
+        },
+        None => LinkGroup::Absent,
+    };
+    let query = live.filter(|l| l.forward_query).and_then(|_| ctx.query());
+    let settings = match group {
+        LinkGroup::Rules(settings) => Some(settings),
+        LinkGroup::Absent | LinkGroup::Unavailable => None,
+    };
+    let visitor = ctx.visitor(settings);
+    let decision = decision::decide_persistent(
+        link.as_deref(),
+        group,
+        blocklist.as_deref(),
+        &visitor,
+        query.as_deref(),
+        now_ms,
+    );
+    let group_id = link.map(|l| l.group_id.clone()).unwrap_or_default();
+    Visited {
+        decision,
+        visitor,
+        code: Some(code),
+        group_id,
+    }
+}
+
+/// A dynamic link: its domain, group and the blocklist in one round of KV reads on a new isolate (the three do
+/// not depend on each other).
+async fn dynamic(ctx: &Visit<'_>, host: &str, group_id: String, token: Option<String>) -> Visited {
+    let records = &ctx.records;
+    let (domain, group, blocklist) = join3(
+        records.domain(host),
+        records.group(&group_id),
+        records.blocklist(),
+    )
+    .await;
+    let now_seconds = i64::try_from(ctx.now_ms / 1000).unwrap_or(i64::MAX);
+    // A group that could not be read, with no earlier copy, is no group: the link falls back.
+    let group = match &group {
+        GroupRead::Found(group) => Some(group.as_ref()),
+        GroupRead::Absent | GroupRead::Unavailable => None,
+    };
+    let visitor = ctx.visitor(group.map(|g| &g.settings));
+    let decision = decision::decide_dynamic(
+        domain.as_deref(),
+        group,
+        token.as_deref(),
+        blocklist.as_deref(),
+        &visitor,
+        now_seconds,
+    );
+    Visited {
+        decision,
+        visitor,
+        code: None,
+        group_id,
+    }
+}
+
+async fn page_for(ctx: &Visit<'_>, outcome: Outcome) -> Page {
+    match outcome {
         Outcome::Destination(url) => Page::Destination(url),
         Outcome::Interstitial {
             destination,

@@ -14,7 +14,9 @@ use std::time::Duration;
 use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
 use serde::de::DeserializeOwned;
 use shared_crypto::DomainBlocklist;
-use worker::{Context, Delay, Env, KvStore};
+use worker::{Context, Delay, Env};
+
+use super::kv::{self, Kv};
 
 use super::emit;
 use super::origin_io::link_from_origin;
@@ -71,7 +73,9 @@ impl Loaded {
 /// The isolate-cache key (never a KV key) of a group as the origin gave it, for a link whose group is missing
 /// from KV: kept apart from `group:<id>` so KV's own answer, absence included, stays what it is.
 fn origin_group_key(group_id: &str) -> String {
-    format!("origin-{}", kv_model::group_key(group_id))
+    let mut key = String::from("origin-");
+    key.push_str(&kv_model::group_key(group_id));
+    key
 }
 
 /// The isolate's form of a group record from the origin (`None`: unusable key, treated as missing).
@@ -244,21 +248,16 @@ async fn wait_for_load(key: &str, number: u64) -> Option<Cached> {
 }
 
 /// KV's text for `key` (`Some(None)`: absent); `None` when KV could not be read (logged).
-async fn kv_get(kv: Option<KvStore>, key: &str) -> Option<Option<String>> {
+async fn kv_get(kv: Option<Kv>, key: &str) -> Option<Option<String>> {
     let Some(kv) = kv else {
         emit(log::kv_binding_missing(config::KV_BINDING, Via::Visit));
         return None;
     };
-    match kv
-        .get(key)
-        .cache_ttl(config::KV_CACHE_TTL_SECONDS)
-        .text()
-        .await
-    {
+    match kv.text(key, config::KV_CACHE_TTL_SECONDS).await {
         Ok(text) => Some(text),
         Err(e) => {
             if let Some(suppressed) = KV_READ_LOG.with(|t| t.borrow_mut().admit(now_ms())) {
-                emit(log::kv_read_failed(key, &e.to_string(), suppressed));
+                emit(log::kv_read_failed(key, &e, suppressed));
             }
             None
         }
@@ -268,27 +267,26 @@ async fn kv_get(kv: Option<KvStore>, key: &str) -> Option<Option<String>> {
 /// Writes a link the origin supplied back to KV, provisionally: it expires unless the publisher's own write
 /// replaces it (origin.rs explains why). A failure is logged and otherwise harmless: the link was served, and the
 /// next KV miss asks the origin again.
-async fn write_back(kv: Option<KvStore>, key: String, record: Rc<LinkRecord>) {
+async fn write_back(kv: Option<Kv>, key: String, record: Rc<LinkRecord>) {
     // The binding's absence was logged by the read that missed; a record always serializes.
     let (Some(kv), Ok(text)) = (kv, serde_json::to_string(&*record)) else {
         return;
     };
-    let put = match kv.put(&key, text) {
-        Ok(put) => {
-            put.expiration_ttl(origin::FALLBACK_RECORD_TTL_SECONDS)
-                .execute()
-                .await
-        }
-        Err(e) => Err(e),
-    };
+    let put = kv
+        .put(&key, &text, Some(origin::FALLBACK_RECORD_TTL_SECONDS))
+        .await;
     if let Err(e) = put {
-        emit(log::kv_write_failed(
-            &key,
-            KvWrite::Put,
-            Via::Visit,
-            &e.to_string(),
-        ));
+        emit(log::kv_write_failed(&key, KvWrite::Put, Via::Visit, &e));
     }
+}
+
+/// The isolate's form of KV's text for `group:<id>`.
+fn wrap_group(text: Option<String>) -> Cached {
+    Cached::Group(
+        parse::<GroupRecord>(text)
+            .and_then(Group::from_record)
+            .map(Rc::new),
+    )
 }
 
 /// A JSON record, or `None` when absent, unparsable or of another version (the contract: treat as missing).
@@ -368,7 +366,7 @@ pub(super) struct Records<'a> {
     ctx: &'a Context,
     origin: Option<Rc<Origin>>,
     now_ms: u64,
-    kv: std::cell::OnceCell<Option<KvStore>>,
+    kv: std::cell::OnceCell<Option<Kv>>,
 }
 
 impl<'a> Records<'a> {
@@ -388,9 +386,9 @@ impl<'a> Records<'a> {
         }
     }
 
-    fn kv(&self) -> Option<&KvStore> {
+    fn kv(&self) -> Option<&Kv> {
         self.kv
-            .get_or_init(|| self.env.kv(config::KV_BINDING).ok())
+            .get_or_init(|| kv::binding(self.env, config::KV_BINDING))
             .as_ref()
     }
 
@@ -529,17 +527,31 @@ impl<'a> Records<'a> {
         }
     }
 
+    /// Whether the isolate cache holds KV's answer for `group:<id>` (a record or its absence, fresh or due for a
+    /// reload): [`Records::group`] then answers without I/O.
+    pub(super) fn group_cached(&self, group_id: &str) -> bool {
+        let key = kv_model::group_key(group_id);
+        CACHE.with(|c| c.borrow().get(&key, self.now_ms).is_some())
+    }
+
+    /// Loads `group:<id>` after the response (`wait_until`), unless a load of it is under way: for a link whose
+    /// first visit was decided from the copy of its group's settings it carries, so that the next visits have
+    /// the group's own record (newer than the copy when the group changed since the link was published).
+    pub(super) fn load_group_after_response(&self, group_id: &str) {
+        let key = kv_model::group_key(group_id);
+        if LOADS.with(|l| l.borrow().under_way(&key, self.now_ms).is_some()) {
+            return;
+        }
+        let reload = self.kv_load(&key, wrap_group);
+        self.ctx.wait_until(async move {
+            load(&key, reload).await;
+        });
+    }
+
     /// KV's group record: as read (or cached), else, when the read failed, the last good copy.
     pub(super) async fn group(&self, group_id: &str) -> GroupRead {
         let key = kv_model::group_key(group_id);
-        let wrap = |text| {
-            Cached::Group(
-                parse::<GroupRecord>(text)
-                    .and_then(Group::from_record)
-                    .map(Rc::new),
-            )
-        };
-        match self.entry(&key, || self.kv_load(&key, wrap)).await {
+        match self.entry(&key, || self.kv_load(&key, wrap_group)).await {
             Some(Cached::Group(Some(group))) => GroupRead::Found(group),
             Some(_) => GroupRead::Absent,
             None => last_good_group(&key),

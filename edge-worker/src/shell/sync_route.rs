@@ -6,7 +6,7 @@
 
 use worker::{Env, Request};
 
-use super::{emit, records};
+use super::{emit, kv, records};
 use crate::config;
 use crate::log::{self, KvWrite, Via};
 use crate::reply::{Page, Reply, reply};
@@ -54,23 +54,14 @@ pub(super) async fn sync_route(req: &mut Request, env: &Env) -> Reply {
         Ok(batch) => batch,
         Err(e) => return refuse(&e),
     };
-    let Ok(kv) = env.kv(config::KV_BINDING) else {
+    let Some(kv) = kv::binding(env, config::KV_BINDING) else {
         emit(log::kv_binding_missing(config::KV_BINDING, Via::Sync));
         return Reply::json(503, sync::error_body("kv_binding_missing"));
     };
     let mut result = Ok(());
     for (key, value) in &batch.puts {
-        let put = match kv.put(key, value.as_str()) {
-            Ok(put) => put.execute().await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = put {
-            emit(log::kv_write_failed(
-                key,
-                KvWrite::Put,
-                Via::Sync,
-                &e.to_string(),
-            ));
+        if let Err(e) = kv.put(key, value, None).await {
+            emit(log::kv_write_failed(key, KvWrite::Put, Via::Sync, &e));
             result = Err(format!("kv_put_failed: {key}"));
             break;
         }
@@ -78,12 +69,7 @@ pub(super) async fn sync_route(req: &mut Request, env: &Env) -> Reply {
     if result.is_ok() {
         for key in &batch.deletes {
             if let Err(e) = kv.delete(key).await {
-                emit(log::kv_write_failed(
-                    key,
-                    KvWrite::Delete,
-                    Via::Sync,
-                    &e.to_string(),
-                ));
+                emit(log::kv_write_failed(key, KvWrite::Delete, Via::Sync, &e));
                 result = Err(format!("kv_delete_failed: {key}"));
                 break;
             }

@@ -45,6 +45,19 @@ pub enum ApiError {
     /// 400 `default_group`: the account's default group cannot be deleted.
     #[error("the account's default group cannot be deleted")]
     DefaultGroup,
+    /// 400 `invalid_webhook_url`: not https (or http with `--webhooks-allow-private`), too long, with
+    /// credentials, or a host that does not resolve or resolves to a non-public address.
+    #[error("{0}")]
+    InvalidWebhookUrl(String),
+    /// 400 `unknown_event_type`: `events` names something that is not an event type (or nothing, or `ping`).
+    #[error("{0}")]
+    UnknownEventType(String),
+    /// 409 `webhook_limit`: the account has its most webhook endpoints already.
+    #[error("an account has at most {0} webhook endpoints: delete one before creating another")]
+    WebhookLimit(u32),
+    /// 409 `webhook_disabled`: a redelivery to a disabled endpoint.
+    #[error("the webhook endpoint is disabled: enable it (PATCH {{\"enabled\": true}}) first")]
+    WebhookDisabled,
     /// 404 for unknown routes and for ids that do not exist or are another account's.
     #[error("no such resource")]
     NotFound,
@@ -107,6 +120,14 @@ pub enum ErrorCode {
     InvalidLongUrl,
     /// 400: the account's default group cannot be deleted.
     DefaultGroup,
+    /// 400: a webhook endpoint's URL is refused (scheme, length, credentials, or a non-public host).
+    InvalidWebhookUrl,
+    /// 400: a webhook subscription names an unknown event type.
+    UnknownEventType,
+    /// 409: the account has its most webhook endpoints (20).
+    WebhookLimit,
+    /// 409: the webhook endpoint is disabled.
+    WebhookDisabled,
     /// 401: missing, malformed, unknown, replaced or revoked key, or another scheme.
     NotAuthenticated,
     /// 403: the account has no API access.
@@ -202,6 +223,10 @@ impl ApiError {
                 (StatusCode::FORBIDDEN, ErrorCode::PermissionDenied)
             }
             Self::DefaultGroup => (StatusCode::BAD_REQUEST, ErrorCode::DefaultGroup),
+            Self::InvalidWebhookUrl(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidWebhookUrl),
+            Self::UnknownEventType(_) => (StatusCode::BAD_REQUEST, ErrorCode::UnknownEventType),
+            Self::WebhookLimit(_) => (StatusCode::CONFLICT, ErrorCode::WebhookLimit),
+            Self::WebhookDisabled => (StatusCode::CONFLICT, ErrorCode::WebhookDisabled),
             Self::NotFound => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
@@ -287,6 +312,8 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(_) => Self::NotFound,
             StoreError::Invalid(detail) => Self::Validation(detail),
             StoreError::DefaultGroup => Self::DefaultGroup,
+            StoreError::WebhookLimit(max) => Self::WebhookLimit(max),
+            StoreError::WebhookDisabled => Self::WebhookDisabled,
             StoreError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "database unavailable");
                 Self::Unavailable

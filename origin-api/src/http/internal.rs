@@ -103,6 +103,10 @@ async fn clicks(
     {
         Ingested::Stored(stored) => {
             super::observe::clicks_ingested(stored as u64);
+            if stored > 0 {
+                // Its `link.clicked` events, if any endpoint wants them (not the publisher: clicks are not at the edge).
+                state.webhooks.wake.notify_one();
+            }
             Ok(Json(serde_json::json!({ "stored": stored })))
         }
         Ingested::Duplicate => {

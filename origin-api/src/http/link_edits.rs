@@ -25,7 +25,7 @@ pub(crate) fn router() -> Router<AppState> {
 }
 
 /// `null` kept apart from an absent field: `Some(None)` is an explicit `null`.
-fn explicit_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+pub(crate) fn explicit_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
@@ -77,9 +77,8 @@ pub(crate) async fn get_link(
     State(state): State<AppState>,
     Caller(caller): Caller,
     ResourceId(id): ResourceId,
-) -> Result<Json<ListedLink>, ApiError> {
-    let link = state.db.get_link(&caller.account_id, &id).await?;
-    Ok(Json(link.into()))
+) -> Result<Json<shortlink_store::ListedLink>, ApiError> {
+    Ok(Json(state.db.get_link(&caller.account_id, &id).await?))
 }
 
 /// Changes a link; the edge follows within the propagation time. Returns the link as listed. A management
@@ -138,7 +137,7 @@ pub(crate) async fn patch_link(
     Ok(limits::answer(
         &limit,
         &state.publisher.wake,
-        link.map(|l| Json(ListedLink::from(l))),
+        link.map(Json),
     ))
 }
 

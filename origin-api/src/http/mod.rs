@@ -19,6 +19,7 @@ pub mod openapi;
 mod qr;
 mod state;
 mod stats;
+mod webhooks;
 
 pub use client_ip::IpRateLimiter;
 pub use error::{ApiError, ErrorBody, ErrorCode};
@@ -61,6 +62,7 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
             .merge(dynamic::router())
             .merge(stats::router())
             .merge(audit::router())
+            .merge(webhooks::router())
             .merge(health::router())
             .merge(openapi::router());
     }
@@ -81,6 +83,8 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
                 client_addr: state.client_ip.clone(),
                 write_limit_per_minute: state.limits.writes_per_minute,
                 max_groups_per_account: state.limits.max_groups_per_account,
+                mailer: state.mailer.clone(),
+                signup_open: state.signup_open,
             },
         ));
     }

@@ -31,6 +31,12 @@ pub struct AppState {
     pub public_url: Option<String>,
     /// The management writes' budget, the groups' cap and the bound on heavy answers ([`super::limits`]).
     pub limits: super::limits::Limits,
+    /// The dashboard's outgoing mail (`--smtp-url`); None: not configured.
+    pub mailer: Option<Arc<mailer::Mailer>>,
+    /// `--signup open`: the dashboard's "Create account".
+    pub signup_open: bool,
+    /// The webhook loop's wake-up and settings, and the test pings' sender.
+    pub webhooks: crate::webhooks::WebhookHandle,
 }
 
 impl FromRef<AppState> for ClientAddrRule {

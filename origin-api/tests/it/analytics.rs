@@ -736,6 +736,7 @@ async fn raw_events_expire_and_statistics_stay(engine: Engine) {
             sign_in_rows: 0,
             write_budget_rows: 0,
             audit_rows: 0,
+            webhook_rows: 0,
         }
     );
     assert_eq!(raw_clicks(&app).await, 1);

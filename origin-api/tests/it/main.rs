@@ -21,6 +21,7 @@ mod hardening;
 mod isolation;
 mod lifecycle;
 mod listing;
+mod mail;
 mod observability;
 mod openapi;
 mod outbox;

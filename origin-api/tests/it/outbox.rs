@@ -78,12 +78,36 @@ async fn every_change_enqueues_its_key(engine: Engine) {
     let l: LinkRecord = record(&app, "link:sho.rt:promo").await.unwrap();
     assert_eq!(
         l,
-        LinkRecord::new("https://a.com/x", group.id.clone(), true)
+        LinkRecord {
+            group_settings: Some(g.settings.clone()),
+            ..LinkRecord::new("https://a.com/x", group.id.clone(), true)
+        }
     );
     drain(&app).await;
 
-    // Settings change; group delete moves the link (its record changes) and deletes the key.
+    // Settings change (the group's links carry a copy of them: republished too); group delete moves the link
+    // (its record changes) and deletes the key.
     let settings = GroupSettings::parse(r#"{"monetization":{"interstitial_seconds":3}}"#).unwrap();
+    app.db
+        .update_group(None, &group.id, None, Some(&settings), &Actor::Operator)
+        .await
+        .unwrap();
+    assert_eq!(
+        pending_keys(&app).await,
+        [
+            format!("group:{}", group.id),
+            "link:sho.rt:promo".to_owned()
+        ]
+    );
+    let l: LinkRecord = record(&app, "link:sho.rt:promo").await.unwrap();
+    assert_eq!(
+        l.group_settings.and_then(|s| s.monetization),
+        Some(kv_model::Monetization {
+            interstitial_seconds: 3
+        })
+    );
+    drain(&app).await;
+    // The same settings again change nothing at the edge: no link is republished.
     app.db
         .update_group(None, &group.id, None, Some(&settings), &Actor::Operator)
         .await
@@ -201,8 +225,18 @@ async fn internal_routes(engine: Engine) {
     let published: GroupRecord = record(&app, &format!("group:{}", acc.default_group_id))
         .await
         .unwrap();
+    assert_eq!(
+        resolved.link().group_settings.as_ref(),
+        Some(&published.settings)
+    );
     assert_eq!(resolved.group, Some(published));
-    assert_eq!(resolved.link(), as_link);
+    assert_eq!(
+        resolved.link(),
+        LinkRecord {
+            group_settings: resolved.link().group_settings,
+            ..as_link
+        }
+    );
     let (s, body) = json(
         resolve("/internal/v1/links/sho.rt/nope", Some(SECRET))
             .await

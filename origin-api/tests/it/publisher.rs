@@ -149,7 +149,14 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
     let record: LinkRecord = serde_json::from_str(&value).unwrap();
     assert_eq!(
         record,
-        LinkRecord::new("https://a.com/x", group.clone(), true)
+        LinkRecord {
+            group_settings: record.group_settings.clone(),
+            ..LinkRecord::new("https://a.com/x", group.clone(), true)
+        }
+    );
+    assert!(
+        record.group_settings.is_some(),
+        "the group's settings ride along"
     );
 
     // Deleting the group: a bulk delete of its key, and the moved link written again.

@@ -418,7 +418,11 @@ async fn the_last_owner_stays(engine: Engine) {
     let me = member_id(&app, &address).await;
     let page = owner.get("/dashboard/members").await;
     // The last owner's row offers no control that would be refused.
-    assert!(!page.body.contains("Remove member") && !page.body.contains("Save role"), "{}", page.body);
+    assert!(
+        !page.body.contains("Remove member") && !page.body.contains("Save role"),
+        "{}",
+        page.body
+    );
     let csrf = page.csrf();
     for (path, form) in [
         (

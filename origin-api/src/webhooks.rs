@@ -1,0 +1,226 @@
+//! The webhook delivery loop: every `serve` process runs one. It claims due deliveries from the store (under a
+//! lease, so two processes never send the same attempt at once: [`shortlink_store::DueDelivery`]), sends each
+//! with [`webhook_sender::Sender`] (signed, Standard Webhooks headers, 10 s timeout, public addresses only unless
+//! `--webhooks-allow-private`), and records each attempt with the next retry from [`webhook_sender::retry_delay`].
+//!
+//! It is off every request path: handlers only commit events (the outbox) and poke [`WebhookHandle::wake`]; a slow
+//! or dead receiver holds one of this loop's [`CONCURRENCY`] places for at most its timeout, and at most
+//! [`PER_ENDPOINT`] of them. It wakes on commits, when a delivery ends (the next event of the same link may now be
+//! due) and every [`WebhookSettings::poll_interval`] (retries coming due, changes made by other processes).
+
+use shortlink_store::{Attempted, Db, DueDelivery};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+use webhook_sender::{Sender, Url, WebhookSecret};
+
+/// Deliveries in flight at once in one process.
+pub const CONCURRENCY: usize = 16;
+/// Deliveries in flight at once to one endpoint, in one process: dead receivers cannot take every place.
+pub const PER_ENDPOINT: usize = 4;
+/// How long a claim lasts beyond the attempt's own timeout: a process that dies mid-delivery leaves its rows to be
+/// claimed again after this.
+const LEASE_MARGIN: Duration = Duration::from_secs(50);
+/// How often the loop looks for due deliveries when nothing wakes it.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// The test ping's timeout: the answer carries its outcome, so it must come within the API's 10 s request bound.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The delivery loop's settings. Only `allow_private` is the operator's (`--webhooks-allow-private`); the others
+/// are for tests (a shorter schedule, a faster poll, a shorter timeout) and keep their defaults in `serve`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WebhookSettings {
+    /// Allow loopback and private targets, and plain `http` (receivers on a private network, and the tests).
+    pub allow_private: bool,
+    /// Multiplies every retry delay of the schedule (1.0: Standard Webhooks' 5 s, 5 min, … 10 h).
+    pub retry_scale: f64,
+    /// How often the loop looks for due deliveries without being woken.
+    pub poll_interval: Duration,
+    /// One attempt's timeout.
+    pub timeout: Duration,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            allow_private: false,
+            retry_scale: 1.0,
+            poll_interval: POLL_INTERVAL,
+            timeout: webhook_sender::TIMEOUT,
+        }
+    }
+}
+
+impl WebhookSettings {
+    /// The wait before the attempt after `attempt` (1-based), scaled; `None`: that was the last.
+    pub fn retry_after(&self, attempt: u32) -> Option<Duration> {
+        webhook_sender::retry_delay(attempt).map(|d| d.mul_f64(self.retry_scale.max(0.0)))
+    }
+
+    /// How long a claim lasts.
+    pub fn lease(&self) -> Duration {
+        self.timeout + LEASE_MARGIN
+    }
+}
+
+/// What handlers share with the loop: the wake-up, and a sender for test pings.
+#[derive(Debug, Clone)]
+pub struct WebhookHandle {
+    /// Poked after each committed change (and click report), so the loop sends at once.
+    pub wake: Arc<Notify>,
+    /// The settings the loop runs with.
+    pub settings: WebhookSettings,
+    /// Sends test pings (with [`TEST_TIMEOUT`]).
+    pub test_sender: Sender,
+}
+
+impl WebhookHandle {
+    /// A handle for `settings`.
+    pub fn new(settings: WebhookSettings) -> Self {
+        Self {
+            wake: Arc::default(),
+            settings,
+            test_sender: Sender::with_timeout(
+                settings.allow_private,
+                settings.timeout.min(TEST_TIMEOUT),
+            ),
+        }
+    }
+}
+
+/// Sends one claimed delivery now: the stored body, signed with the endpoint's secret over the event id and this
+/// attempt's time. Never fails: a URL or secret that no longer parses is a failed attempt like any other.
+pub async fn send(sender: &Sender, due: &DueDelivery) -> Attempted {
+    let failed = |error: &str| Attempted {
+        status_code: None,
+        duration_ms: 0,
+        error: Some(error.to_owned()),
+        success: false,
+    };
+    let Ok(url) = Url::parse(&due.url) else {
+        return failed("url must be an absolute URL");
+    };
+    let Ok(secret) = WebhookSecret::parse(due.secret()) else {
+        return failed("the endpoint's secret does not parse");
+    };
+    let timestamp = shortlink_store::domain::Micros::now().unix_seconds();
+    let outcome = sender
+        .send(
+            &url,
+            &secret,
+            &due.event_id,
+            timestamp,
+            due.payload.as_bytes(),
+        )
+        .await;
+    Attempted {
+        status_code: outcome.status_code,
+        duration_ms: outcome.duration_ms,
+        error: outcome.error,
+        success: outcome.success,
+    }
+}
+
+/// Sends one delivery and records the attempt; returns its endpoint (to free its place). A failed record is
+/// logged: the lease runs out and the delivery is sent again (at least once).
+async fn deliver(db: Db, sender: Sender, settings: WebhookSettings, due: DueDelivery) -> String {
+    let outcome = send(&sender, &due).await;
+    // Pings are sent once; everything else follows the schedule.
+    let retry = if due.is_ping() {
+        None
+    } else {
+        settings.retry_after(due.attempt)
+    };
+    // Ids, status and the sender's short error only: never the URL (it may carry a token) nor the secret.
+    if outcome.success {
+        tracing::debug!(endpoint = %due.endpoint_id, event = %due.event_id, attempt = due.attempt,
+            status = outcome.status_code, "webhook delivered");
+    } else {
+        tracing::info!(endpoint = %due.endpoint_id, event = %due.event_id, attempt = due.attempt,
+            status = outcome.status_code, error = outcome.error.as_deref().unwrap_or_default(),
+            retry_in = ?retry, "webhook attempt failed");
+    }
+    metrics::counter!("webhook_attempts_total",
+        "result" => if outcome.success { "success" } else { "failure" })
+    .increment(1);
+    if let Err(e) = db.record_webhook_attempt(&due, &outcome, retry).await {
+        tracing::warn!(endpoint = %due.endpoint_id, event = %due.event_id, error = %e,
+            "recording a webhook attempt failed; it will be sent again after its lease");
+    }
+    due.endpoint_id
+}
+
+/// Runs the loop until `stopped` turns true, then lets the attempts in flight finish (each within its timeout).
+pub async fn run(
+    db: Db,
+    settings: WebhookSettings,
+    wake: Arc<Notify>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let sender = Sender::with_timeout(settings.allow_private, settings.timeout);
+    let mut tasks: JoinSet<String> = JoinSet::new();
+    let mut in_flight: HashMap<String, usize> = HashMap::new();
+    let mut failing = false;
+    loop {
+        let room = CONCURRENCY.saturating_sub(tasks.len());
+        if room > 0 {
+            match db
+                .claim_webhook_deliveries(room, settings.lease(), &in_flight, PER_ENDPOINT)
+                .await
+            {
+                Ok(due) => {
+                    failing = false;
+                    for d in due {
+                        *in_flight.entry(d.endpoint_id.clone()).or_default() += 1;
+                        tasks.spawn(deliver(db.clone(), sender.clone(), settings, d));
+                    }
+                }
+                Err(e) => {
+                    // Once per outage, not once per poll.
+                    if !failing {
+                        tracing::warn!(error = %e, "claiming webhook deliveries failed");
+                    }
+                    failing = true;
+                }
+            }
+        }
+        tokio::select! {
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                if let Ok(endpoint) = done {
+                    if let Some(n) = in_flight.get_mut(&endpoint) {
+                        *n = n.saturating_sub(1);
+                        if *n == 0 {
+                            in_flight.remove(&endpoint);
+                        }
+                    }
+                }
+            }
+            () = wake.notified() => {}
+            () = tokio::time::sleep(settings.poll_interval) => {}
+            _ = stopped.wait_for(|s| *s) => break,
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_is_standard_webhooks_scaled() {
+        let real = WebhookSettings::default();
+        assert_eq!(real.retry_after(1), Some(Duration::from_secs(5)));
+        assert_eq!(real.retry_after(7), Some(Duration::from_secs(36_000)));
+        assert_eq!(real.retry_after(8), None);
+        let fast = WebhookSettings {
+            retry_scale: 0.001,
+            ..real
+        };
+        assert_eq!(fast.retry_after(1), Some(Duration::from_millis(5)));
+        assert_eq!(fast.retry_after(2), Some(Duration::from_millis(300)));
+        assert!(real.lease() > real.timeout);
+    }
+}

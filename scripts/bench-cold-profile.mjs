@@ -1,0 +1,297 @@
+// Where a cold start's time goes: profiles of a new isolate (a new workerd through Miniflare, as
+// scripts/bench-cold-start.mjs starts them), two ways.
+//
+//   inspector  workerd's own V8 inspector (`--inspector-addr`, as `wrangler dev` uses it): a CPU profile of the
+//              first request, sampled every 50 µs, summed by function (self time), our wasm functions named
+//              through the build's functions.txt. The isolate's start (the script's top level) runs before any
+//              inspector can attach, so it is not in this profile.
+//   perf       Linux `perf record` of the whole workerd process from exec to after the first request (the
+//              start included), at 20 kHz with call stacks, and each sample put in one bucket by its stack: the
+//              worker's start (its modules compiled, its top level run: JS parse, wasm compile, wasm lazy
+//              compile, wasm and JS run) or the first request, else workerd's own start. For ours and the
+//              careful JavaScript worker, so the difference is what ours adds; CPU ms are samples / 20 kHz,
+//              medians of PERF_RUNS runs.
+//
+// Usage: node scripts/bench-cold-profile.mjs [inspector|perf]...   (default: both; after
+//        scripts/build-edge-worker.sh; perf needs the `perf` tool, apt-get install linux-perf)
+// Environment: EDGE_BUILD_DIR (default edge-worker/build), PEER_JS (default ../shared/bench/peer-js), PERF_RUNS
+//        (default 5), CASE (hot or dynamic, default hot).
+import { execFileSync, execSync } from "node:child_process";
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Log, LogLevel, Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { buildDynamicLink } from "../snippets/sign.mjs";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const build = resolve(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build");
+const peer = resolve(process.env.PEER_JS ?? join(root, "../shared/bench/peer-js"));
+const perfRuns = Number(process.env.PERF_RUNS ?? 5);
+const modes = process.argv.slice(2).length ? process.argv.slice(2) : ["inspector", "perf"];
+const HOST = "bench.example.com";
+const GROUP = "cccccccc-0000-4000-8000-000000000001";
+const KEY = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI"; // 32 bytes of 0x42, base64url
+const HOT_URL = "https://destination.example.org/landing?campaign=bench";
+const path =
+  process.env.CASE === "dynamic"
+    ? (
+        await buildDynamicLink(KEY, GROUP, HOST, {
+          destination_url: "https://destination.example.org/landing/page?campaign=benchmark",
+          back_param: "utm_source=bench&utm_medium=cold",
+        })
+      ).slice(`https://${HOST}`.length)
+    : "/hot";
+
+const work = mkdtempSync(join(root, "target", "bench-profile-"));
+copyFileSync(join(peer, "careful-worker.mjs"), join(work, "careful-worker.mjs"));
+const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
+const common = { host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN) };
+const record = (value) => JSON.stringify({ v: 1, ...value });
+const ours = {
+  name: "ours",
+  options: {
+    ...common,
+    ...workerOptions,
+    modules: true,
+    scriptPath: join(build, "index.js"),
+    rootPath: root,
+    cf: { colo: "LCL", httpProtocol: "HTTP/1.1" },
+  },
+  seed: {
+    binding: "SHORTLINK_KV",
+    records: {
+      [`domain:${HOST}`]: record({ enabled: true, fallback_url: "https://www.example.com/" }),
+      [`group:${GROUP}`]: record({ key: KEY, settings: {} }),
+      blocklist: record({ domains: ["evil.example"] }),
+      [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: {} }),
+    },
+  },
+};
+const careful = {
+  name: "careful JS",
+  options: {
+    ...common,
+    cf: false,
+    modules: true,
+    scriptPath: join(work, "careful-worker.mjs"),
+    compatibilityDate: "2025-11-01",
+    kvNamespaces: { LINKS: "00000000000000000000000000000000" },
+  },
+  seed: {
+    binding: "LINKS",
+    records: {
+      [`link:${HOST}:hot`]: JSON.stringify({ u: HOT_URL, a: true }),
+      [`group:${GROUP}`]: JSON.stringify({ key: KEY }),
+    },
+  },
+};
+
+function get(url) {
+  return new Promise((done, fail) => {
+    const req = request(new URL(path, url), { headers: { Host: HOST }, agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => done(res.statusCode));
+    });
+    req.on("error", fail);
+    req.end();
+  });
+}
+
+async function seed(mf, worker) {
+  const kv = await mf.getKVNamespace(worker.seed.binding);
+  for (const [k, v] of Object.entries(worker.seed.records)) await kv.put(k, v);
+}
+
+// Index -> Rust name of the build's wasm functions (functions.txt: "N:name" lines from wasm-opt).
+function functionNames() {
+  const names = new Map();
+  const file = join(build, "functions.txt");
+  if (!existsSync(file)) return names;
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const at = line.indexOf(":");
+    if (at > 0) names.set(Number(line.slice(0, at)), line.slice(at + 1));
+  }
+  return names;
+}
+
+async function inspectorProfile() {
+  const port = 9300 + Math.floor(Math.random() * 500);
+  const mf = new Miniflare({ ...ours.options, inspectorPort: port });
+  const url = await mf.ready;
+  try {
+    await seed(mf, ours);
+    const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
+    const target = targets.find((t) => t.id === "core:user:" || t.title?.includes("core:user:")) ?? targets[0];
+    const ws = new WebSocket(target.webSocketDebuggerUrl);
+    await new Promise((ok, fail) => {
+      ws.onopen = ok;
+      ws.onerror = fail;
+    });
+    let id = 0;
+    const pending = new Map();
+    ws.onmessage = (m) => {
+      const msg = JSON.parse(m.data);
+      if (msg.id && pending.has(msg.id)) pending.get(msg.id)(msg);
+    };
+    const call = (method, params = {}) =>
+      new Promise((ok) => {
+        pending.set(++id, ok);
+        ws.send(JSON.stringify({ id, method, params }));
+      });
+    await call("Profiler.enable");
+    await call("Profiler.setSamplingInterval", { interval: 50 });
+    await call("Profiler.start");
+    const t0 = performance.now();
+    const status = await get(url);
+    const first = performance.now() - t0;
+    const { result } = await call("Profiler.stop");
+    ws.close();
+    summarizeProfile(result.profile, status, first);
+  } finally {
+    await mf.dispose();
+  }
+}
+
+function summarizeProfile(profile, status, first) {
+  const names = functionNames();
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const nameOf = (node) => {
+    const f = node.callFrame;
+    const wasm = /^\$?(?:func|wasm-function\[)(\d+)/.exec(f.functionName) ?? /wasm-function\[(\d+)\]/.exec(f.url);
+    if (wasm && names.has(Number(wasm[1]))) return `wasm: ${names.get(Number(wasm[1]))}`;
+    const where = f.url ? ` (${f.url.split("/").pop()}:${f.lineNumber + 1})` : "";
+    return `${f.functionName || "(anonymous)"}${where}`;
+  };
+  const self = new Map();
+  const deltas = profile.timeDeltas;
+  let total = 0;
+  profile.samples.forEach((nodeId, i) => {
+    const dt = (deltas[i + 1] ?? 0) / 1000;
+    const name = nameOf(byId.get(nodeId));
+    self.set(name, (self.get(name) ?? 0) + dt);
+    total += dt;
+  });
+  console.log(`\n### First request, inspector CPU profile (ours, ${path === "/hot" ? "hot link" : "dynamic link"})`);
+  console.log(`status ${status}, ${first.toFixed(1)} ms from the client; profile ${total.toFixed(2)} ms, by self time:\n`);
+  console.log("| function | self, ms | share |");
+  console.log("|---|---|---|");
+  for (const [name, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+    console.log(`| ${name.replaceAll("|", "\\|")} | ${ms.toFixed(2)} | ${((100 * ms) / total).toFixed(1)} % |`);
+  }
+}
+
+// The bucket of one perf sample, from its stack (leaf first).
+function bucket(frames) {
+  const has = (re) => frames.some((f) => re.test(f));
+  const phase = has(/requestImpl/)
+    ? "first request"
+    : has(/Server::makeWorkerImpl|Worker::Worker\b|Worker::Script::Script/)
+      ? "worker start"
+      : "workerd's own start";
+  if (phase === "workerd's own start") {
+    // Other threads (V8's background compile jobs, workerd's own) and the main thread's own start, by what runs.
+    if (has(/wasm::/)) return `${phase}: wasm (background compile)`;
+    if (has(/Parser::|PreParser|Scanner::|BackgroundCompileTask/)) return `${phase}: JS parse (background)`;
+    if (has(/capnp::|kj::parse|Config/)) return `${phase}: configuration`;
+    return `${phase}: other`;
+  }
+  let what = "other";
+  if (has(/WasmCompileLazy|wasm::CompileLazy|TriggerTierUp|wasm::.*TierUp/)) what = "wasm lazy compile (Liftoff)";
+  else if (has(/turboshaft|compiler::Pipeline|TurbofanCompilationJob/)) what = "optimizing compile";
+  else if (has(/wasm::(Compile|ModuleDecoder|.*Validat|NativeModule|.*Decoder)|WasmModuleObject|SyncCompile/))
+    what = "wasm module compile";
+  else if (has(/InstantiateToInstanceObject|WasmInstanceObject|InstanceBuilder/)) what = "wasm instantiate";
+  else if (has(/Parser::|PreParser|Scanner::|CompileToplevel|interpreter::BytecodeGenerator|Compiler::Compile/))
+    what = "JS parse and compile";
+  else if (has(/Heap::|Scavenge|MarkCompact|GCTracer/)) what = "GC";
+  else if (/wasm-function|^JS:|Builtins_Wasm/.test(frames[0] ?? "")) what = "wasm and JS run";
+  else if (has(/Builtins_|Execution::Call/)) what = "JS run (interpreter, builtins)";
+  return `${phase}: ${what}`;
+}
+
+function perfProfile(worker) {
+  const dir = mkdtempSync(join(work, "perf-"));
+  const wrapper = join(dir, "workerd.sh");
+  const workerd = execSync(`readlink -f ${join(root, "node_modules/.bin/workerd")}`).toString().trim();
+  writeFileSync(wrapper, `#!/bin/sh\nexec perf record -q -F 20000 -g -o ${dir}/perf.$$.data -- ${workerd} "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  return { dir, wrapper };
+}
+
+async function perfSample(worker) {
+  const { dir, wrapper } = perfProfile(worker);
+  process.env.MINIFLARE_WORKERD_PATH = wrapper;
+  const mf = new Miniflare(worker.options);
+  let perfPid;
+  try {
+    const url = await mf.ready;
+    await seed(mf, worker);
+    if ((await get(url)) !== 302) throw new Error(`${worker.name}: not a 302`);
+    perfPid = execSync(`pgrep -P ${process.pid} -x perf || true`).toString().trim().split("\n")[0];
+    // perf writes its file on SIGINT; Miniflare's dispose would SIGKILL it first.
+    if (perfPid) process.kill(Number(perfPid), "SIGINT");
+    for (let i = 0; i < 100 && perfPid && existsSync(`/proc/${perfPid}`); i++) await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    delete process.env.MINIFLARE_WORKERD_PATH;
+    await mf.dispose();
+  }
+  const file = join(dir, `perf.${perfPid}.data`);
+  const script = execFileSync("perf", ["script", "-i", file, "-F", "ip,sym"], {
+    maxBuffer: 1 << 30,
+    stdio: ["ignore", "pipe", "ignore"],
+  }).toString();
+  const counts = new Map();
+  let total = 0;
+  for (const sample of script.split(/\n\s*\n/)) {
+    const frames = sample
+      .split("\n")
+      .map((l) => l.trim().replace(/^[0-9a-f]+\s+/, ""))
+      .filter(Boolean);
+    if (!frames.length) continue;
+    const b = bucket(frames);
+    counts.set(b, (counts.get(b) ?? 0) + 1);
+    total++;
+  }
+  counts.set("total", total);
+  rmSync(dir, { recursive: true, force: true });
+  return counts;
+}
+
+async function perfProfiles() {
+  const results = new Map(); // worker -> [Map]
+  for (let run = 0; run < perfRuns; run++) {
+    for (const worker of [careful, ours]) {
+      if (!results.has(worker.name)) results.set(worker.name, []);
+      results.get(worker.name).push(await perfSample(worker));
+      process.stderr.write(`bench-cold-profile: perf run ${run + 1} ${worker.name}\n`);
+    }
+  }
+  const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  };
+  const keys = new Set();
+  for (const runs of results.values()) for (const r of runs) for (const k of r.keys()) keys.add(k);
+  const ms = (name, key) => median(results.get(name).map((r) => r.get(key) ?? 0)) / 20;
+  console.log(`\n### CPU of workerd from exec to the first answer, perf at 20 kHz (medians of ${perfRuns} runs, ms)\n`);
+  console.log("| bucket | careful JS | ours | ours − JS |");
+  console.log("|---|---|---|---|");
+  const sorted = [...keys].sort((a, b) => (a === "total" ? 1 : b === "total" ? -1 : a.localeCompare(b)));
+  for (const key of sorted) {
+    const a = ms("careful JS", key);
+    const b = ms("ours", key);
+    console.log(`| ${key} | ${a.toFixed(1)} | ${b.toFixed(1)} | ${(b - a).toFixed(1)} |`);
+  }
+}
+
+try {
+  for (const mode of modes) {
+    if (mode === "inspector") await inspectorProfile();
+    else if (mode === "perf") await perfProfiles();
+    else throw new Error(`unknown mode ${mode}`);
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
