@@ -1,21 +1,24 @@
-// The dashboard in a real browser, end to end: invitation, sign-in, API key, groups, the dynamic-link builder,
-// links (create, pause, resume, clicks, QR code, edit, delete), domains and profile, checked against what the
-// real edge worker then does with the published data; then teams: the owner invites a viewer and a member, each
-// joins in their own browser context, the viewer cannot create (no form, a forged post is refused), the member
-// creates and pauses a link, the owner sees both in Activity and removes the member, who loses the account. Every page is screenshotted at desktop and phone width and
-// checked with axe-core. Elements are found by their accessible role, label or text only: those names are the
+// The dashboard in a real browser, end to end: invitation, sign-in, "Create account" (open sign-up) and "Forgot
+// password" with the reset link read from the mail the SMTP server received, API key, groups, the dynamic-link
+// builder, links (create, pause, resume, clicks, QR code, edit, delete), domains and profile, checked against what
+// the real edge worker then does with the published data; then teams: the owner invites a viewer and a member (the
+// invitations are mailed too), each joins in their own browser context, the viewer cannot create (no form, a forged
+// post is refused), the member creates and pauses a link, the owner sees both in Activity and removes the member,
+// who loses the account. Every page is screenshotted at desktop and phone width and checked with axe-core. Elements are found by their accessible role, label or text only: those names are the
 // dashboard's contract with its users (and with assistive technology), so a renamed label fails here.
 //
-// Run by tests/tests/dashboard_browser.rs, which starts the origin and the worker; by hand:
+// Run by tests/tests/dashboard_browser.rs, which starts the origin (with `--signup open` and mail through
+// tests/support/smtp_sink.py), the SMTP sink and the worker; by hand:
 //   DASHBOARD_URL=http://127.0.0.1:8080 INVITE_URL=… EDGE_URL=http://127.0.0.1:8787/ EDGE_HOST=go.example.com \
-//   ACCOUNT_EMAIL=… SCREENSHOT_DIR=target/dashboard-screenshots CHROMIUM=/usr/bin/chromium \
-//   node tests/browser/dashboard.mjs
+//   ACCOUNT_EMAIL=… MAIL_DIR=<the sink's directory> SCREENSHOT_DIR=target/dashboard-screenshots \
+//   CHROMIUM=/usr/bin/chromium node tests/browser/dashboard.mjs
 // Optional: EDGE_FALLBACK, the domain's fallback URL (where paused links and blocked bots go); VIEWER_EMAIL and
-// MEMBER_EMAIL, the team the owner invites (made up when not given); HEADED=1.
+// MEMBER_EMAIL, the team the owner invites, and SIGNUP_EMAIL, who creates an account of their own (made up when
+// not given); HEADED=1.
 
 import assert from "node:assert/strict";
 import http from "node:http";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -34,6 +37,8 @@ const EDGE_URL = env("EDGE_URL");
 const EDGE_HOST = env("EDGE_HOST");
 const ACCOUNT_EMAIL = env("ACCOUNT_EMAIL");
 const SCREENSHOT_DIR = env("SCREENSHOT_DIR");
+// Where the SMTP sink writes each message it receives (NNNN.json: rcpt_tos, subject, body, …).
+const MAIL_DIR = env("MAIL_DIR");
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const EDGE_FALLBACK = process.env.EDGE_FALLBACK;
 
@@ -231,6 +236,7 @@ async function inviteMember(page, email, role) {
   const link = await field.inputValue();
   assert.ok(link.startsWith(`${DASHBOARD_URL}/dashboard/invite/`), `the invitation link ${link}`);
   assert.ok(await page.getByRole("button", { name: "Copy invitation link" }).isVisible(), "the copy button is shown");
+  await expectText(page, "It was also sent to them by email.");
   return link;
 }
 
@@ -267,6 +273,36 @@ async function tableRows(page, caption) {
     if (cells.length) out.push(cells.map((c) => c.trim()));
   }
   return out;
+}
+
+/** Every message the SMTP sink has received so far, oldest first (it writes each file whole, by a rename). */
+function mails() {
+  return readdirSync(MAIL_DIR)
+    .filter((name) => name.endsWith(".json"))
+    .sort()
+    .map((name) => JSON.parse(readFileSync(join(MAIL_DIR, name), "utf8")));
+}
+
+/** Waits for the one message to `address` whose subject is `subject`, and returns it. */
+async function mailTo(address, subject) {
+  const found = await poll(
+    () => mails().filter((m) => m.rcpt_tos.includes(address) && m.subject === subject),
+    `the mail "${subject}" to ${address}`,
+    { ms: 20_000, until: (list) => list.length > 0 },
+  );
+  assert.equal(found.length, 1, `one mail "${subject}" to ${address}: ${JSON.stringify(found, null, 1)}`);
+  const [mail] = found;
+  assert.deepEqual(mail.rcpt_tos, [address], "the mail goes to that person alone");
+  assert.equal(mail.to, address, "its To: header");
+  assert.equal(mail.content_type, "text/plain", "plain text");
+  return mail;
+}
+
+/** The link on a line of its own in `mail`'s body that starts with `prefix` (there must be exactly one). */
+function linkIn(mail, prefix) {
+  const lines = mail.body.split(/\r?\n/).filter((l) => l.startsWith(prefix));
+  assert.equal(lines.length, 1, `one line starting ${prefix} in:\n${mail.body}`);
+  return lines[0].trim();
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -341,6 +377,10 @@ try {
   step("sign out, a wrong password, sign in");
   await signOut(page);
   await expectHeading(page, "Sign in");
+  // Open sign-up and mail: the page links to both ways in without a password.
+  for (const name of ["Forgot password", "Create account"]) {
+    assert.equal(await page.getByRole("link", { name, exact: true }).count(), 1, `the sign-in page links to "${name}"`);
+  }
   await shoot(page, "sign-in");
   await signIn(page, ACCOUNT_EMAIL, "not-the-password-at-all");
   await expectText(page, "Wrong email or password.");
@@ -348,6 +388,136 @@ try {
   await signIn(page, ACCOUNT_EMAIL, password);
   await page.waitForURL(`${DASHBOARD_URL}/dashboard/`);
   await expectSignedIn(page);
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("sign-up: a visitor creates an account of their own");
+  const signupEmail = process.env.SIGNUP_EMAIL || `signup-${unique}@example.com`;
+  const signupPassword = `signup-${unique}-password`;
+  const resetPassword = `reset-${unique}-password`;
+  const visitor = await browser.newContext({ viewport: DESKTOP, userAgent: BROWSER_UA });
+  const sp = await visitor.newPage();
+  sp.setDefaultTimeout(15_000);
+  watch(sp);
+  await sp.goto(`${DASHBOARD_URL}/dashboard/sign-in`);
+  await expectHeading(sp, "Sign in");
+  await sp.getByRole("link", { name: "Create account", exact: true }).click();
+  await sp.waitForURL("**/dashboard/sign-up");
+  await expectHeading(sp, "Create account");
+  assert.equal(await sp.getByRole("navigation", { name: "Main" }).count(), 0, "no navigation before signing up");
+  await shoot(sp, "signup");
+  // A typo in the confirmation: refused, nothing made, the email kept.
+  await sp.getByLabel("Email", { exact: true }).fill(signupEmail);
+  await sp.getByLabel("Password", { exact: true }).fill(signupPassword);
+  await sp.getByLabel("Confirm password", { exact: true }).fill(`${signupPassword}-typo`);
+  await sp.getByRole("button", { name: "Create account" }).click();
+  await sp.getByRole("alert").waitFor();
+  assert.ok(sp.url().endsWith("/dashboard/sign-up"), `mismatched passwords stay on sign-up: ${sp.url()}`);
+  assert.equal(await sp.getByLabel("Email", { exact: true }).inputValue(), signupEmail, "the email is kept");
+  await shoot(sp, "signup-error");
+  await sp.getByLabel("Password", { exact: true }).fill(signupPassword);
+  await sp.getByLabel("Confirm password", { exact: true }).fill(signupPassword);
+  await sp.getByRole("button", { name: "Create account" }).click();
+  await sp.waitForURL(`${DASHBOARD_URL}/dashboard/?done=welcome`);
+  await expectHeading(sp, "Links");
+  await expectText(sp, "Welcome: your account is ready");
+  // Signed in as the owner of a new account: the header says who, the role, and the account (named by the email).
+  await expectNavFor(sp, "owner");
+  const header = sp.getByRole("banner");
+  assert.equal(
+    await header.getByText(signupEmail, { exact: true }).count(),
+    2,
+    `the header shows the account's name and who is signed in, both ${signupEmail}`,
+  );
+  assert.ok(await header.getByText(signupEmail, { exact: true }).last().isVisible(), "who is signed in is visible");
+  assert.ok(!(await sp.getByRole("main").innerText()).includes(ACCOUNT_EMAIL), "nothing of the other account");
+  await shoot(sp, "signup-welcome");
+  await nav(sp, "Members").click();
+  await expectHeading(sp, "Members");
+  assert.deepEqual(
+    (await tableRows(sp, `Members of ${signupEmail}`)).map((r) => [r[0], r[1]]),
+    [[`${signupEmail} You`, "owner"]],
+    "the new account has its maker alone, as owner",
+  );
+  // A second browser signed in as the new user: a reset ends this session too.
+  const elsewhere = await browser.newContext({ viewport: DESKTOP, userAgent: BROWSER_UA });
+  const ep = await elsewhere.newPage();
+  ep.setDefaultTimeout(15_000);
+  watch(ep);
+  await ep.goto(`${DASHBOARD_URL}/dashboard/sign-in`);
+  await signIn(ep, signupEmail, signupPassword);
+  await ep.waitForURL(`${DASHBOARD_URL}/dashboard/`);
+  await expectRole(ep, "owner");
+  await signOut(sp);
+
+  // -------------------------------------------------------------------------------------------------------------
+  step("forgot password: the same answer for an unknown email, a reset link by mail for the user");
+  const unknownEmail = `nobody-${unique}@example.com`;
+  /** From the sign-in page: "Forgot password", `email`, "Send reset link"; returns the answer's main text. */
+  async function askReset(email, screenshots) {
+    await sp.getByRole("link", { name: "Forgot password", exact: true }).click();
+    await sp.waitForURL("**/dashboard/forgot-password");
+    await expectHeading(sp, "Forgot password");
+    if (screenshots) await shoot(sp, "forgot");
+    await sp.getByLabel("Email", { exact: true }).fill(email);
+    await sp.getByRole("button", { name: "Send reset link" }).click();
+    await sp.waitForURL("**/dashboard/forgot-password?sent=1");
+    await expectHeading(sp, "Forgot password");
+    await expectText(sp, "If this email has a user here, a link to set a new password is on its way to it.");
+    assert.equal(await sp.getByRole("button", { name: "Send reset link" }).count(), 0, "no form once it is sent");
+    if (screenshots) await shoot(sp, "forgot-sent");
+    const said = await sp.getByRole("main").innerText();
+    await sp.getByRole("link", { name: "Back to sign in", exact: true }).click();
+    await sp.waitForURL("**/dashboard/sign-in");
+    return said;
+  }
+  const toUnknown = await askReset(unknownEmail, true);
+  const toUser = await askReset(signupEmail, false);
+  assert.equal(toUser, toUnknown, "the same confirmation whether the email has a user or not");
+  const resetMail = await mailTo(signupEmail, "Reset your Shortlink password");
+  const resetLink = linkIn(resetMail, `${DASHBOARD_URL}/dashboard/reset/`);
+
+  step("reset: the mailed link sets a new password, once");
+  await sp.goto(resetLink);
+  await expectHeading(sp, "Set a new password");
+  assert.equal(await sp.getByRole("navigation", { name: "Main" }).count(), 0, "no navigation on the reset page");
+  await shoot(sp, "reset");
+  await sp.getByLabel("New password", { exact: true }).fill(resetPassword);
+  await sp.getByLabel("Confirm password", { exact: true }).fill(`${resetPassword}-typo`);
+  await sp.getByRole("button", { name: "Set password" }).click();
+  await sp.getByRole("alert").waitFor();
+  assert.equal(sp.url(), resetLink, "mismatched passwords stay on the link, which stays usable");
+  await shoot(sp, "reset-error");
+  await sp.getByLabel("New password", { exact: true }).fill(resetPassword);
+  await sp.getByLabel("Confirm password", { exact: true }).fill(resetPassword);
+  await sp.getByRole("button", { name: "Set password" }).click();
+  await sp.waitForURL("**/dashboard/sign-in?done=reset");
+  await expectHeading(sp, "Sign in");
+  await expectText(sp, "Your new password is set");
+  assert.equal(await sp.getByRole("button", { name: "Sign out" }).count(), 0, "nobody is signed in by a reset");
+  await shoot(sp, "reset-done");
+  // Every session of the user ended: the other browser is sent to sign in.
+  await ep.reload();
+  await ep.waitForURL("**/dashboard/sign-in");
+  await expectHeading(ep, "Sign in");
+  await elsewhere.close();
+  // The old password is over, the new one works.
+  await signIn(sp, signupEmail, signupPassword);
+  await expectText(sp, "Wrong email or password.");
+  await signIn(sp, signupEmail, resetPassword);
+  await sp.waitForURL(`${DASHBOARD_URL}/dashboard/`);
+  await expectNavFor(sp, "owner");
+  // A second use of the link is refused, signed in or not.
+  const again = await sp.goto(resetLink);
+  assert.equal(again.status(), 404, "a spent reset link answers 404");
+  await expectHeading(sp, "This link cannot be used");
+  assert.equal(await sp.getByLabel("New password", { exact: true }).count(), 0, "no form on a spent link");
+  await shoot(sp, "reset-used");
+  await visitor.close();
+  // Only the user's email got a link.
+  assert.ok(
+    !mails().some((m) => m.rcpt_tos.includes(unknownEmail)),
+    `nothing was mailed to the unknown email: ${JSON.stringify(mails().map((m) => m.rcpt_tos))}`,
+  );
 
   // -------------------------------------------------------------------------------------------------------------
   step("API key: generate, use, mask, regenerate, revoke");
@@ -689,6 +859,15 @@ try {
   const viewerLink = await inviteMember(page, viewerEmail, "viewer");
   const memberLink = await inviteMember(page, memberEmail, "member");
   assert.notEqual(viewerLink, memberLink, "two invitations, two links");
+  // Each invitation was mailed to its person, with the very link the page showed.
+  for (const [email, role, link] of [
+    [viewerEmail, "viewer", viewerLink],
+    [memberEmail, "member", memberLink],
+  ]) {
+    const mail = await mailTo(email, `You are invited to join ${accountName} on Shortlink`);
+    assert.equal(linkIn(mail, `${DASHBOARD_URL}/dashboard/invite/`), link, `the mailed invitation for ${email}`);
+    assert.ok(mail.body.includes(`as ${role}`), `the mail names the role ${role}:\n${mail.body}`);
+  }
   await expectText(page, "Invitations not yet accepted");
   await shoot(page, "members-invited");
 

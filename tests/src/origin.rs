@@ -216,6 +216,8 @@ pub struct OriginOptions {
     /// The worker's sync route for the publisher (`EDGE_SYNC_URL`, with the worker's test `SYNC_SECRET`);
     /// `None`: no publisher, the outbox keeps every change.
     pub edge_sync_url: Option<String>,
+    /// More arguments for `serve` (mail, sign-up: `--smtp-url …`, `--signup open`).
+    pub args: Vec<String>,
 }
 
 /// A running `origin-api serve` (SIGKILLed on drop).
@@ -234,6 +236,7 @@ impl Origin {
         let port = options.port.unwrap_or_else(free_port);
         let mut cmd = Command::new(origin_binary());
         cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(&options.args)
             .env("DATABASE_URL", &db.url)
             .env("INTERNAL_API_SECRET", INTERNAL_SECRET)
             .env("RUST_LOG", "warn")
@@ -242,6 +245,11 @@ impl Origin {
             .env_remove("CF_ACCOUNT_ID")
             .env_remove("CF_KV_NAMESPACE_ID")
             .env_remove("CF_API_TOKEN")
+            // Only what the options say: no mail, sign-up or public URL from the developer's shell.
+            .env_remove("PUBLIC_BASE_URL")
+            .env_remove("SMTP_URL")
+            .env_remove("MAIL_FROM")
+            .env_remove("SIGNUP_MODE")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             // Its warnings (publish rounds failing while the worker is down) go to the log file, not the test output.

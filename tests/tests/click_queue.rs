@@ -87,6 +87,7 @@ async fn clicks_made_while_the_origin_is_down_all_arrive_after_it_returns() {
     let options = OriginOptions {
         port: Some(port),
         edge_sync_url: None,
+        ..OriginOptions::default()
     };
     let mut origin = Origin::start(&db, options.clone()).await;
     let (account, id, path) = tracked_link(&db, &origin, &w).await;
@@ -150,6 +151,7 @@ async fn a_batch_the_origin_refuses_goes_to_the_dead_letter_queue() {
         OriginOptions {
             port: Some(port),
             edge_sync_url: None,
+            ..OriginOptions::default()
         },
     )
     .await;

@@ -2,15 +2,19 @@
 //! worker: an invitation made with the admin CLI, then every flow a person goes through in the dashboard, each
 //! checked where it matters (the API for keys, the worker for links, groups and clicks); then a team: the owner
 //! invites a viewer and a member, who join in their own browser contexts, and removes the member at the end (the
-//! account's members are checked here afterwards with the admin CLI). The flows and their assertions are in
+//! account's members are checked here afterwards with the admin CLI). The origin runs with mail and open sign-up
+//! (`--signup open`, `--smtp-url` to a real SMTP server on loopback, `tests/support/smtp_sink.py`), so the browser
+//! also creates an account on "Create account", asks "Forgot password" and follows the mailed reset link, and the
+//! team's invitations are checked in the mail the sink received. The flows and their assertions are in
 //! `tests/browser/dashboard.mjs`; this test starts what it needs and runs it.
 //!
-//! Needs Chromium (`/usr/bin/chromium`, or `CHROMIUM`) and the npm packages (`npm ci`: playwright-core, axe-core).
+//! Needs Chromium (`/usr/bin/chromium`, or `CHROMIUM`), the npm packages (`npm ci`: playwright-core, axe-core) and
+//! Python's aiosmtpd (`python3 -m pip install -r tests/support/requirements-mail.txt`).
 //! Screenshots of every page at 1280×800 and 390×844 land in `target/dashboard-screenshots/`.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,12 +22,20 @@ use e2e::origin::{
     Database, HOST, HOST_FALLBACK, INTERNAL_SECRET, Origin, OriginOptions, free_port,
 };
 use e2e::{Options, Worker, eventually, root};
+use serde_json::Value;
 
 /// The whole browser run may take this long (it takes about a minute on an idle machine).
 const SCRIPT_DEADLINE: Duration = Duration::from_secs(420);
 
 /// Isolate cache TTL of the worker: how stale a visitor's answer may be after a change is published.
 const CACHE_TTL_SECONDS: u64 = 2;
+
+/// The login the SMTP sink requires (AUTH PLAIN/LOGIN over plain SMTP on loopback).
+const SMTP_USER: &str = "shortlink";
+const SMTP_PASSWORD: &str = "browser-sink-password-4d1c";
+
+/// The sender the origin is configured with.
+const MAIL_FROM: &str = "Shortlink <no-reply@shortlink.test>";
 
 /// Where the screenshots go: `<target dir>/dashboard-screenshots`.
 fn screenshot_dir() -> PathBuf {
@@ -41,6 +53,85 @@ fn echo(stream: impl Read, tag: &'static str, into: Option<Arc<Mutex<Vec<String>
         if let Some(Ok(mut lines)) = into.as_ref().map(|i| i.lock()) {
             lines.push(line);
         }
+    }
+}
+
+/// The SMTP server (`tests/support/smtp_sink.py`, aiosmtpd) on a port of its choosing, writing every message it
+/// receives as `NNNN.json` into its directory; killed on drop.
+struct SmtpSink {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl SmtpSink {
+    /// Starts the sink on `dir`, requiring [`SMTP_USER`] and [`SMTP_PASSWORD`]; panics with the way to install
+    /// aiosmtpd when it cannot start.
+    fn start(dir: PathBuf) -> SmtpSink {
+        let mut child = Command::new("python3")
+            .arg(root().join("tests/support/smtp_sink.py"))
+            .arg(&dir)
+            .args(["--user", SMTP_USER, "--password", SMTP_PASSWORD])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python3 must be installed for the mail flows");
+        // The first line is the port, printed once it accepts connections.
+        let mut line = String::new();
+        let read = BufReader::new(child.stdout.take().expect("piped stdout")).read_line(&mut line);
+        let Some(port) = line.trim().parse::<u16>().ok().filter(|_| read.is_ok()) else {
+            let _ = child.kill();
+            let mut err = String::new();
+            if let Some(mut stderr) = child.stderr.take() {
+                let _ = stderr.read_to_string(&mut err);
+            }
+            let _ = child.wait();
+            panic!(
+                "the SMTP sink (tests/support/smtp_sink.py) did not start. It needs aiosmtpd: \
+                 `python3 -m pip install -r tests/support/requirements-mail.txt`. Its error:\n{err}"
+            );
+        };
+        // Its later complaints (a refused login, a malformed message) are shown with the test's output.
+        if let Some(stderr) = child.stderr.take() {
+            std::thread::spawn(move || echo(stderr, "smtp", None));
+        }
+        SmtpSink { child, port, dir }
+    }
+
+    /// `smtp://user:password@127.0.0.1:port`.
+    fn url(&self) -> String {
+        format!("smtp://{SMTP_USER}:{SMTP_PASSWORD}@127.0.0.1:{}", self.port)
+    }
+
+    /// Every message received so far, oldest first.
+    fn messages(&self) -> Vec<Value> {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+            .iter()
+            .map(|p| {
+                let text = std::fs::read_to_string(p)
+                    .unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+                serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("{} is not JSON ({e}): {text}", p.display()))
+            })
+            .collect()
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -136,11 +227,25 @@ async fn dashboard_flows_in_chromium() {
         ],
         ..Options::default()
     });
+    // Mail through the sink (its messages land in the database's directory, removed with it), a public URL (mail
+    // needs one: every mailed link points there) and open sign-up.
+    let sink = SmtpSink::start(db.dir().join("mail"));
+    let origin_url = format!("http://127.0.0.1:{origin_port}");
     let origin = Origin::start(
         &db,
         OriginOptions {
             port: Some(origin_port),
             edge_sync_url: Some(format!("http://127.0.0.1:{worker_port}/__shortlink/sync")),
+            args: vec![
+                "--smtp-url".to_owned(),
+                sink.url(),
+                "--mail-from".to_owned(),
+                MAIL_FROM.to_owned(),
+                "--public-url".to_owned(),
+                origin_url,
+                "--signup".to_owned(),
+                "open".to_owned(),
+            ],
         },
     )
     .await;
@@ -168,6 +273,8 @@ async fn dashboard_flows_in_chromium() {
     // The team the owner makes in the dashboard.
     let viewer_email = "dashboard-viewer@example.com";
     let member_email = "dashboard-member@example.com";
+    // The person who creates an account of their own on "Create account", then resets their password.
+    let signup_email = "dashboard-signup@example.com";
 
     let screenshots = screenshot_dir();
     let env = [
@@ -176,6 +283,8 @@ async fn dashboard_flows_in_chromium() {
         ("ACCOUNT_EMAIL", email.to_owned()),
         ("VIEWER_EMAIL", viewer_email.to_owned()),
         ("MEMBER_EMAIL", member_email.to_owned()),
+        ("SIGNUP_EMAIL", signup_email.to_owned()),
+        ("MAIL_DIR", sink.dir.display().to_string()),
         ("EDGE_URL", worker.url.clone()),
         ("EDGE_HOST", HOST.to_owned()),
         ("EDGE_FALLBACK", HOST_FALLBACK.to_owned()),
@@ -214,6 +323,68 @@ async fn dashboard_flows_in_chromium() {
         ],
         "the account's members after the browser run: {members}"
     );
+
+    // The account made on "Create account": its own, with the new user its only member, as owner.
+    let signed_up = db.admin(&["admin", "account", "get", "--email", signup_email]);
+    let signed_up_id = signed_up["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {signed_up}"));
+    assert_ne!(
+        signed_up_id, account_id,
+        "sign-up made an account of its own"
+    );
+    let signed_up_members = db.admin(&["admin", "member", "list", "--account", signed_up_id]);
+    let owners: Vec<(&str, &str)> = signed_up_members["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results in {signed_up_members}"))
+        .iter()
+        .map(|m| {
+            (
+                m["email"].as_str().unwrap_or_default(),
+                m["role"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        owners,
+        [(signup_email, "owner")],
+        "the signed-up account's members: {signed_up_members}"
+    );
+
+    // Mail: the two invitations and the one reset link, each to its person, through the sink's login, from the
+    // configured sender; nothing else (no mail for the unknown email, none for sign-up). The browser script
+    // followed their links.
+    let messages = sink.messages();
+    let mut mailed: Vec<(String, &str)> = messages
+        .iter()
+        .map(|m| {
+            assert_eq!(
+                m["login"], SMTP_USER,
+                "sent with the URL's credentials: {m}"
+            );
+            assert_eq!(m["from"], MAIL_FROM, "{m}");
+            assert_eq!(m["content_type"], "text/plain", "{m}");
+            let subject = m["subject"].as_str().unwrap_or_default();
+            let kind = if subject == "Reset your Shortlink password" {
+                "reset"
+            } else if subject.starts_with("You are invited to join ")
+                && subject.ends_with(" on Shortlink")
+            {
+                "invitation"
+            } else {
+                subject
+            };
+            (m["rcpt_tos"].to_string(), kind)
+        })
+        .collect();
+    mailed.sort();
+    let mut expected = vec![
+        (format!("[\"{signup_email}\"]"), "reset"),
+        (format!("[\"{viewer_email}\"]"), "invitation"),
+        (format!("[\"{member_email}\"]"), "invitation"),
+    ];
+    expected.sort();
+    assert_eq!(mailed, expected, "the messages the SMTP server received");
 
     // Everything the dashboard changed was handed to the publisher, and the worker took it all.
     eventually(

@@ -149,6 +149,7 @@ async fn stack() -> Stack {
         OriginOptions {
             port: Some(origin_port),
             edge_sync_url: Some(sync_url(worker_port)),
+            ..OriginOptions::default()
         },
     )
     .await;

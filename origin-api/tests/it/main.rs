@@ -31,4 +31,5 @@ mod rate_limit;
 mod teams;
 mod tls;
 mod validate_dynamic;
+mod webhooks;
 mod write_limits;
