@@ -1,4 +1,4 @@
-//! The dashboard: the web pages where an account holder manages their API key, groups, links and domains, served
+//! The dashboard: the web pages where an account holder manages their API key, groups, links, domains and webhooks, served
 //! by the origin under `/dashboard/`. Server-rendered HTML (askama, escaped by default), one stylesheet and one
 //! small script, all embedded in the binary; every flow but the dynamic-link builder works without JavaScript.
 //!
@@ -21,7 +21,9 @@ pub use error::DashboardError;
 
 use axum::Router;
 use axum::routing::{any, get, post};
-use shortlink_store::Db;
+use shortlink_store::{Attempted, Db, StoreError};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -43,7 +45,8 @@ pub struct DashboardState {
     /// Where the client's address comes from (the sign-in and password throttles): the origin's one rule.
     pub client_addr: client_addr::ClientAddrRule,
     /// The account's budget of changes made here (links edited, paused, resumed, deleted; groups created, saved,
-    /// rotated, deleted) in any rolling minute, apart from its API key's budget.
+    /// rotated, deleted; webhook endpoints added, changed, tested, rotated, deleted, events redelivered) in any
+    /// rolling minute, apart from its API key's budget.
     pub write_limit_per_minute: u32,
     /// Most groups an account may have, its default group included.
     pub max_groups_per_account: u32,
@@ -54,6 +57,34 @@ pub struct DashboardState {
     /// `--signup open`: anyone may create a user and an account of their own ("Create account"); otherwise
     /// people join by invitation only and the sign-up routes answer 404.
     pub signup_open: bool,
+    /// What the Webhooks page needs from the origin.
+    pub webhooks: DashboardWebhooks,
+}
+
+/// What the Webhooks page needs from the origin: the operator's rule on private targets (for the URL checks made
+/// before an endpoint is stored) and the origin's test ping, so "Send test event" runs the very code of the API's
+/// `POST webhooks/{id}/test` without this crate knowing how a webhook is signed and sent.
+#[derive(Debug, Clone)]
+pub struct DashboardWebhooks {
+    /// `--webhooks-allow-private`: loopback and private targets, and plain `http://`, are accepted.
+    pub allow_private: bool,
+    /// Sends test pings.
+    pub tester: Arc<dyn WebhookTester>,
+}
+
+/// The outcome of a test ping: its event id (in the endpoint's delivery log) and what the attempt came to.
+pub type TestPing = (String, Attempted);
+
+/// Sends a `ping` to one of an account's webhook endpoints now and records the attempt in its delivery log
+/// (implemented by the origin, which owns the sender).
+pub trait WebhookTester: std::fmt::Debug + Send + Sync {
+    /// Pings endpoint `endpoint_id` of `account_id`; another account's endpoint is [`StoreError::NotFound`].
+    fn test<'a>(
+        &'a self,
+        db: &'a Db,
+        account_id: &'a str,
+        endpoint_id: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<TestPing, StoreError>> + Send + 'a>>;
 }
 
 /// The dashboard's routes (full paths, `/dashboard/…`), with its security headers and its own 404 page, to be
@@ -61,6 +92,7 @@ pub struct DashboardState {
 pub fn router(state: DashboardState) -> Router {
     use pages::{
         activity, auth, domains, groups, invitations, key, links, members, recovery, signup,
+        webhooks,
     };
     Router::new()
         .route(
@@ -106,6 +138,29 @@ pub fn router(state: DashboardState) -> Router {
             get(key::confirm_revoke).post(key::revoke),
         )
         .route("/dashboard/domains", get(domains::index))
+        .route(
+            "/dashboard/webhooks",
+            get(webhooks::index).post(webhooks::create),
+        )
+        .route(
+            "/dashboard/webhooks/{id}",
+            get(webhooks::show).post(webhooks::edit),
+        )
+        .route("/dashboard/webhooks/{id}/test", post(webhooks::test))
+        .route("/dashboard/webhooks/{id}/enable", post(webhooks::enable))
+        .route("/dashboard/webhooks/{id}/disable", post(webhooks::disable))
+        .route(
+            "/dashboard/webhooks/{id}/rotate",
+            get(webhooks::confirm_rotate).post(webhooks::rotate),
+        )
+        .route(
+            "/dashboard/webhooks/{id}/delete",
+            get(webhooks::confirm_delete).post(webhooks::delete),
+        )
+        .route(
+            "/dashboard/webhooks/{id}/deliveries/{event_id}/redeliver",
+            post(webhooks::redeliver),
+        )
         .route("/dashboard/members", get(members::index))
         .route("/dashboard/members/invite", post(members::invite))
         .route("/dashboard/members/{id}/role", post(members::change_role))

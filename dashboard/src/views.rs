@@ -33,6 +33,8 @@ pub(crate) struct Abilities {
     pub(crate) manage_key: bool,
     /// Members and Activity.
     pub(crate) manage_members: bool,
+    /// Webhooks.
+    pub(crate) manage_webhooks: bool,
 }
 
 impl Abilities {
@@ -42,6 +44,7 @@ impl Abilities {
             manage_groups: role.may(Permission::ManageGroups),
             manage_key: role.may(Permission::ManageApiKey),
             manage_members: role.may(Permission::ManageMembers),
+            manage_webhooks: role.may(Permission::ManageWebhooks),
         }
     }
 }
@@ -354,4 +357,80 @@ pub(crate) struct ActivityPage {
     pub(crate) page: i64,
     pub(crate) pages: i64,
     pub(crate) total: i64,
+}
+
+/// A webhook endpoint as the Webhooks pages show it (never its secret).
+pub(crate) struct WebhookItem {
+    pub(crate) id: String,
+    pub(crate) url: String,
+    /// The event types it receives, comma-separated.
+    pub(crate) events: String,
+    pub(crate) description: String,
+    pub(crate) enabled: bool,
+    /// "Enabled" or "Disabled".
+    pub(crate) status: &'static str,
+    /// What else its status needs said: failing since when; disabled by the account, or automatically and why.
+    pub(crate) status_detail: String,
+    pub(crate) created: String,
+}
+
+/// One checkbox of the "Events" fieldset.
+pub(crate) struct EventChoice {
+    pub(crate) name: &'static str,
+    /// The checkbox's id (`event-link-created`; with a prefix on the edit form).
+    pub(crate) id: String,
+    pub(crate) checked: bool,
+}
+
+/// The add-endpoint form's values (kept after a refusal) and why it was refused.
+pub(crate) struct WebhookForm {
+    pub(crate) url: String,
+    pub(crate) description: String,
+    pub(crate) events: Vec<EventChoice>,
+    pub(crate) error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "webhooks.html")]
+pub(crate) struct WebhooksPage {
+    pub(crate) nav: Option<Nav>,
+    pub(crate) title: &'static str,
+    pub(crate) csrf: String,
+    pub(crate) endpoints: Vec<WebhookItem>,
+    /// Most endpoints an account may have.
+    pub(crate) max: u32,
+    pub(crate) form: WebhookForm,
+    pub(crate) notice: Option<&'static str>,
+}
+
+/// A row of an endpoint's delivery log.
+pub(crate) struct DeliveryItem {
+    pub(crate) at: String,
+    pub(crate) event_id: String,
+    pub(crate) event_type: String,
+    pub(crate) attempt: i64,
+    pub(crate) status_code: String,
+    pub(crate) duration: String,
+    pub(crate) error: String,
+    pub(crate) success: bool,
+}
+
+#[derive(Template)]
+#[template(path = "webhook.html")]
+pub(crate) struct WebhookPage {
+    pub(crate) nav: Option<Nav>,
+    pub(crate) title: String,
+    pub(crate) csrf: String,
+    pub(crate) endpoint: WebhookItem,
+    /// The signing secret, on the one response that made it (creation, rotation).
+    pub(crate) secret: Option<String>,
+    pub(crate) deliveries: Vec<DeliveryItem>,
+    pub(crate) page: i64,
+    pub(crate) pages: i64,
+    pub(crate) total: i64,
+    pub(crate) notice: Option<&'static str>,
+    /// Why the last action was refused (a redelivery to a disabled endpoint).
+    pub(crate) error: Option<String>,
+    /// The edit form: the endpoint's values, or what was typed before a refusal.
+    pub(crate) form: WebhookForm,
 }

@@ -8,8 +8,10 @@
 //! [`PER_ENDPOINT`] of them. It wakes on commits, when a delivery ends (the next event of the same link may now be
 //! due) and every [`WebhookSettings::poll_interval`] (retries coming due, changes made by other processes).
 
-use shortlink_store::{Attempted, Db, DueDelivery};
+use shortlink_store::{Attempted, Db, DueDelivery, StoreError};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
@@ -120,6 +122,37 @@ pub async fn send(sender: &Sender, due: &DueDelivery) -> Attempted {
         duration_ms: outcome.duration_ms,
         error: outcome.error,
         success: outcome.success,
+    }
+}
+
+/// Sends a `ping` to one of the account's endpoints now (enabled or not) and records the attempt in its log, with
+/// no retry: the API's `POST webhooks/{id}/test` and the dashboard's "Send test event". Returns the ping's event
+/// id and what it came to (a receiver's failure is an `Ok` whose `success` is false); another account's endpoint
+/// is not found.
+pub async fn test_ping(
+    db: &Db,
+    handle: &WebhookHandle,
+    account_id: &str,
+    endpoint_id: &str,
+) -> Result<(String, Attempted), StoreError> {
+    let due = db
+        .start_webhook_test(account_id, endpoint_id, handle.settings.lease())
+        .await?;
+    let outcome = send(&handle.test_sender, &due).await;
+    db.record_webhook_attempt(&due, &outcome, None).await?;
+    Ok((due.event_id, outcome))
+}
+
+/// The dashboard's test pings are the API's ([`test_ping`]).
+impl shortlink_dashboard::WebhookTester for WebhookHandle {
+    fn test<'a>(
+        &'a self,
+        db: &'a Db,
+        account_id: &'a str,
+        endpoint_id: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<shortlink_dashboard::TestPing, StoreError>> + Send + 'a>>
+    {
+        Box::pin(test_ping(db, self, account_id, endpoint_id))
     }
 }
 

@@ -17,6 +17,7 @@
 // not given); HEADED=1.
 
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import http from "node:http";
 import { mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -186,7 +187,8 @@ async function expectHeading(page, name) {
     await page.getByRole("heading", { level: 1, name }).waitFor({ timeout: 10_000 });
   } catch {
     const text = await page.getByRole("heading", { level: 1 }).allTextContents();
-    assert.fail(`expected the page heading "${name}", got ${JSON.stringify(text)} at ${page.url()}`);
+    const main = (await page.locator("main").first().innerText().catch(() => "")).slice(0, 600);
+    assert.fail(`expected the page heading "${name}", got ${JSON.stringify(text)} at ${page.url()}; the page says:\n${main}`);
   }
 }
 
@@ -215,7 +217,7 @@ async function expectNavFor(page, role) {
   for (const name of ["Links", "Groups", "Domains", "Profile"]) {
     assert.equal(await nav(page, name).count(), 1, `nav link "${name}" for a ${role} on ${page.url()}`);
   }
-  for (const name of ["API key", "Members", "Activity"]) {
+  for (const name of ["API key", "Members", "Activity", "Webhooks"]) {
     assert.equal(await nav(page, name).count(), manages ? 1 : 0, `nav link "${name}" ${manages ? "shown" : "hidden"} for a ${role}`);
   }
   await expectRole(page, role);
@@ -303,6 +305,38 @@ function linkIn(mail, prefix) {
   const lines = mail.body.split(/\r?\n/).filter((l) => l.startsWith(prefix));
   assert.equal(lines.length, 1, `one line starting ${prefix} in:\n${mail.body}`);
   return lines[0].trim();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A webhook receiver on loopback: records every request (headers and body) and answers 200 at once.
+
+const received = [];
+const receiver = http.createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    received.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+    res.writeHead(200, { "Content-Type": "text/plain" });
+    res.end("ok");
+  });
+});
+await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
+const RECEIVER_URL = `http://127.0.0.1:${receiver.address().port}/hooks/shortlink`;
+
+/**
+ * Checks a received request's Standard Webhooks signature against `secret` (`whsec_` + base64 key): `v1,` and the
+ * base64 HMAC-SHA256 of `id.timestamp.body`, computed here independently of the origin's code; returns its JSON.
+ */
+function verifiedWebhook(request, secret) {
+  const id = request.headers["webhook-id"];
+  const timestamp = request.headers["webhook-timestamp"];
+  assert.ok(id && timestamp, `Standard Webhooks headers: ${JSON.stringify(request.headers)}`);
+  assert.ok(Math.abs(Date.now() / 1000 - Number(timestamp)) < 300, `a current timestamp: ${timestamp}`);
+  const key = Buffer.from(secret.slice("whsec_".length), "base64");
+  const expected = `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.${request.body}`).digest("base64")}`;
+  const signatures = request.headers["webhook-signature"].split(" ");
+  assert.ok(signatures.includes(expected), `a valid signature: ${request.headers["webhook-signature"]}`);
+  return { id, event: JSON.parse(request.body) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -832,6 +866,67 @@ try {
   await expectSignedIn(page);
 
   // -------------------------------------------------------------------------------------------------------------
+  step("webhooks: add an endpoint, its secret shown once, a test event signed and in the delivery log");
+  await nav(page, "Webhooks").click();
+  await expectHeading(page, "Webhooks");
+  await shoot(page, "webhooks-empty");
+  // A URL the operator did not allow is refused, and what was typed stays.
+  await page.getByLabel("Endpoint URL", { exact: true }).fill("ftp://files.example.com/hook");
+  await page.getByLabel("Description", { exact: true }).fill("CRM sync");
+  await page.getByLabel("link.created", { exact: true }).check();
+  await page.getByRole("button", { name: "Add endpoint" }).click();
+  await page.getByRole("alert").waitFor();
+  assert.equal(await page.getByLabel("Description", { exact: true }).inputValue(), "CRM sync", "the form keeps what was typed");
+  assert.ok(await page.getByLabel("link.created", { exact: true }).isChecked(), "the ticked event stays ticked");
+  await shoot(page, "webhooks-error");
+  await page.getByLabel("Endpoint URL", { exact: true }).fill(RECEIVER_URL);
+  await page.getByLabel("link.updated", { exact: true }).check();
+  await page.getByRole("button", { name: "Add endpoint" }).click();
+  // The answer is the endpoint's page with its secret, once (a refusal would be an alert on the list page).
+  await page.waitForLoadState();
+  const refused = page.getByRole("alert");
+  if (await refused.count()) assert.fail(`the endpoint was refused: ${await refused.allTextContents()}`);
+  await expectHeading(page, RECEIVER_URL);
+  const secretField = page.getByLabel("Signing secret", { exact: true });
+  assert.equal(await secretField.getAttribute("readonly"), "", "the secret's field is read-only");
+  const signingSecret = await secretField.inputValue();
+  assert.match(signingSecret, /^whsec_[A-Za-z0-9+/]{43}=$/, "a Standard Webhooks secret");
+  assert.ok(await page.getByRole("button", { name: "Copy signing secret" }).isVisible(), "the copy button is shown");
+  await shoot(page, "webhook-created");
+  // Back to the list and into the endpoint again: no secret any more.
+  await nav(page, "Webhooks").click();
+  await expectHeading(page, "Webhooks");
+  await page.getByRole("link", { name: RECEIVER_URL, exact: true }).click();
+  await expectHeading(page, RECEIVER_URL);
+  assert.match(new URL(page.url()).pathname, /^\/dashboard\/webhooks\/[0-9a-f-]{36}$/, "the endpoint's own page");
+  assert.equal(await page.getByLabel("Signing secret", { exact: true }).count(), 0, "the secret is never shown again");
+  assert.ok(!(await page.content()).includes(signingSecret), "nor anywhere in the page");
+  // A test event now: signed with that secret, and in the log.
+  const before = received.length;
+  await page.getByRole("button", { name: "Send test event" }).click();
+  await expectText(page, "Test event delivered");
+  const pings = received.slice(before);
+  assert.equal(pings.length, 1, `one request for the test: ${JSON.stringify(pings.map((r) => r.body))}`);
+  assert.equal(pings[0].path, "/hooks/shortlink");
+  const ping = verifiedWebhook(pings[0], signingSecret);
+  assert.equal(ping.event.type, "ping");
+  const log = await tableRows(page, "Deliveries");
+  assert.equal(log.length, 1, `one attempt in the log: ${JSON.stringify(log)}`);
+  assert.equal(log[0][1], "ping", "the event type");
+  assert.equal(log[0][2], "1", "the first attempt");
+  assert.equal(log[0][3], "200", "the receiver's status");
+  assert.ok(log[0][5].includes("Delivered"), `delivered: ${JSON.stringify(log[0])}`);
+  await shoot(page, "webhook-deliveries");
+  await nav(page, "Webhooks").click();
+  const endpoints = await tableRows(page, "Webhook endpoints");
+  assert.equal(endpoints.length, 1, `one endpoint: ${JSON.stringify(endpoints)}`);
+  assert.ok(endpoints[0].join(" ").includes(RECEIVER_URL) && endpoints[0].join(" ").includes("CRM sync"), JSON.stringify(endpoints));
+  assert.ok(!(await page.content()).includes(signingSecret), "the list never shows the secret");
+  await shoot(page, "webhooks");
+  await nav(page, "Links").click();
+  await expectHeading(page, "Links");
+
+  // -------------------------------------------------------------------------------------------------------------
   step("teams: the owner invites a viewer and a member");
   const viewerEmail = process.env.VIEWER_EMAIL || `viewer-${unique}@example.com`;
   const memberEmail = process.env.MEMBER_EMAIL || `member-${unique}@example.com`;
@@ -1027,6 +1122,19 @@ try {
   await viewer.ctx.close();
 
   // -------------------------------------------------------------------------------------------------------------
+  step("webhooks: the member's new link reached the receiver, signed");
+  const createdEvent = await poll(
+    () =>
+      received
+        .filter((r) => r.headers["webhook-id"])
+        .map((r) => verifiedWebhook(r, signingSecret).event)
+        .find((e) => e.type === "link.created" && e.data.short_code === teamCode && e.data.domain === EDGE_HOST),
+    `link.created of ${teamShortUrl} at the receiver`,
+    { ms: 20_000 },
+  );
+  assert.equal(createdEvent.data.long_url, teamLanding, "the link as listed");
+
+  // -------------------------------------------------------------------------------------------------------------
   step("browser and accessibility problems");
   const problems = [];
   if (browserProblems.length) problems.push(`browser problems:\n  ${browserProblems.join("\n  ")}`);
@@ -1037,4 +1145,6 @@ try {
   console.log(`\nall dashboard flows passed in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${SCREENSHOT_DIR}`);
 } finally {
   await browser.close();
+  receiver.closeAllConnections();
+  receiver.close();
 }

@@ -5,7 +5,8 @@
 //! account's members are checked here afterwards with the admin CLI). The origin runs with mail and open sign-up
 //! (`--signup open`, `--smtp-url` to a real SMTP server on loopback, `tests/support/smtp_sink.py`), so the browser
 //! also creates an account on "Create account", asks "Forgot password" and follows the mailed reset link, and the
-//! team's invitations are checked in the mail the sink received. The flows and their assertions are in
+//! team's invitations are checked in the mail the sink received. With `--webhooks-allow-private`, the script adds
+//! a webhook endpoint on a receiver of its own on loopback and checks the signed events it gets. The flows and their assertions are in
 //! `tests/browser/dashboard.mjs`; this test starts what it needs and runs it.
 //!
 //! Needs Chromium (`/usr/bin/chromium`, or `CHROMIUM`), the npm packages (`npm ci`: playwright-core, axe-core) and
@@ -245,6 +246,8 @@ async fn dashboard_flows_in_chromium() {
                 origin_url,
                 "--signup".to_owned(),
                 "open".to_owned(),
+                // The browser script's webhook receiver listens on loopback.
+                "--webhooks-allow-private".to_owned(),
             ],
         },
     )

@@ -11,6 +11,7 @@ pub(crate) mod links;
 pub(crate) mod members;
 pub(crate) mod recovery;
 pub(crate) mod signup;
+pub(crate) mod webhooks;
 
 use crate::session::SignedIn;
 use crate::views::{Abilities, Nav};
@@ -61,6 +62,15 @@ impl Done {
                 "Your new password is set, and every session was signed out. Sign in with the new password."
             }
             "welcome" => "Welcome: your account is ready, with a default group for your links.",
+            "enabled" => "Enabled: events are sent to this endpoint again, starting now.",
+            "disabled" => {
+                "Disabled: no events are sent to this endpoint; its pending deliveries were dropped."
+            }
+            "tested" => {
+                "Test event delivered: the endpoint answered 2xx. It is in the delivery log below."
+            }
+            "test_failed" => "The test event failed; the delivery log below says why.",
+            "redelivered" => "The event is queued to be sent again now.",
             _ => return None,
         })
     }

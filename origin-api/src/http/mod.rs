@@ -85,6 +85,10 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
                 max_groups_per_account: state.limits.max_groups_per_account,
                 mailer: state.mailer.clone(),
                 signup_open: state.signup_open,
+                webhooks: shortlink_dashboard::DashboardWebhooks {
+                    allow_private: state.webhooks.settings.allow_private,
+                    tester: std::sync::Arc::new(state.webhooks.clone()),
+                },
             },
         ));
     }

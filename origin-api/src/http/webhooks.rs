@@ -614,18 +614,10 @@ pub(crate) async fn test_webhook(
 ) -> Result<Response, ApiError> {
     let limit = state.limits.charge(&state.db, &caller).await?;
     let tested = async {
-        let lease = state.webhooks.settings.lease();
-        let due = state
-            .db
-            .start_webhook_test(&caller.account_id, &id, lease)
-            .await?;
-        let outcome = crate::webhooks::send(&state.webhooks.test_sender, &due).await;
-        state
-            .db
-            .record_webhook_attempt(&due, &outcome, None)
-            .await?;
+        let (event_id, outcome) =
+            crate::webhooks::test_ping(&state.db, &state.webhooks, &caller.account_id, &id).await?;
         Ok(Json(TestOutcome {
-            event_id: due.event_id,
+            event_id,
             success: outcome.success,
             status_code: outcome.status_code,
             duration_ms: outcome.duration_ms,

@@ -77,7 +77,11 @@ struct Team {
 }
 
 async fn team(engine: Engine) -> Team {
-    let app = TestApp::spawn(engine).await;
+    // Webhook endpoints on loopback (the Webhooks rows of the matrix).
+    let app = TestApp::with_settings(TestDb::new(engine).await, |s| {
+        s.webhooks.allow_private = true;
+    })
+    .await;
     app.platform_domain("sho.rt").await;
     let mut owner = Browser::new(&app);
     let owner_email = email();
@@ -867,14 +871,24 @@ async fn every_role_every_row(engine: Engine) {
         emails,
     } = team(engine).await;
     let account = app.db.find_account(&emails[3]).await.unwrap().id;
-    let roles: [(&str, &mut Browser, [bool; 5]); 4] = [
-        ("viewer", &mut viewer, [false, false, false, false, false]),
-        ("member", &mut member, [true, false, false, false, false]),
-        ("admin", &mut admin, [true, true, true, true, false]),
-        ("owner", &mut owner, [true, true, true, true, true]),
+    let roles: [(&str, &mut Browser, [bool; 6]); 4] = [
+        (
+            "viewer",
+            &mut viewer,
+            [false, false, false, false, false, false],
+        ),
+        (
+            "member",
+            &mut member,
+            [true, false, false, false, false, false],
+        ),
+        ("admin", &mut admin, [true, true, true, true, false, true]),
+        ("owner", &mut owner, [true, true, true, true, true, true]),
     ];
+    // An endpoint of the account's, with one delivery in its log, for the roles that may not add their own.
+    let (theirs, theirs_event) = webhook_with_event(&app, &account, "matrix").await;
     for (role, b, may) in roles {
-        let [links, groups, key, members, owners] = may;
+        let [links, groups, key, members, owners, hooks] = may;
         let home = b.get("/dashboard/").await;
         let csrf = home.csrf();
         // Shown?
@@ -1007,10 +1021,165 @@ async fn every_role_every_row(engine: Engine) {
             owners,
             "{role}: the name changed only if allowed"
         );
+        webhooks_row(&app, &account, role, b, hooks, &theirs, &theirs_event).await;
     }
 }
 
-/// Every form of the teams pages refuses a post without the session's CSRF token (403), and changes nothing.
+/// An endpoint of `account` (made in the store, on the discard port) with one test ping in its log: its id and
+/// the ping's event id.
+async fn webhook_with_event(app: &TestApp, account: &str, name: &str) -> (String, String) {
+    let new = shortlink_store::NewWebhook {
+        url: format!("http://127.0.0.1:9/{name}"),
+        // No row of the matrix deletes a group: its log holds the ping only.
+        events: vec![shortlink_store::EventType::GroupDeleted],
+        description: Some(name.to_owned()),
+        secret: webhook_sender::WebhookSecret::generate()
+            .expose()
+            .to_owned(),
+    };
+    let e = app
+        .db
+        .create_webhook(account, &new, &shortlink_store::Actor::ApiKey)
+        .await
+        .unwrap();
+    let due = app
+        .db
+        .start_webhook_test(account, &e.id, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    let outcome = shortlink_store::Attempted {
+        status_code: Some(200),
+        duration_ms: 1,
+        error: None,
+        success: true,
+    };
+    app.db
+        .record_webhook_attempt(&due, &outcome, None)
+        .await
+        .unwrap();
+    (e.id, due.event_id)
+}
+
+/// The Webhooks row (admins and owners, like the API key): the nav item is shown, and every webhooks route
+/// answers, exactly when the role may; otherwise each is a 403 page that changed nothing.
+async fn webhooks_row(
+    app: &TestApp,
+    account: &str,
+    role: &str,
+    b: &mut Browser,
+    may: bool,
+    theirs: &str,
+    theirs_event: &str,
+) {
+    let expect = |ok: StatusCode| if may { ok } else { StatusCode::FORBIDDEN };
+    let home = b.get("/dashboard/").await;
+    let csrf = home.csrf();
+    assert_eq!(
+        home.body.contains(r#"href="/dashboard/webhooks""#),
+        may,
+        "{role}: Webhooks nav"
+    );
+    assert_eq!(
+        b.get("/dashboard/webhooks").await.status,
+        expect(StatusCode::OK),
+        "{role}: Webhooks page"
+    );
+    let before = app.db.webhooks(account).await.unwrap();
+    let audit_before = app.db.audit_log(account, 1, 0).await.unwrap().total;
+    let url = format!("http://127.0.0.1:9/{role}");
+    let made = b
+        .post(
+            "/dashboard/webhooks",
+            &[
+                ("csrf", csrf.as_str()),
+                ("url", url.as_str()),
+                ("events", "link.created"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, expect(StatusCode::OK), "{role}: add endpoint");
+    assert_eq!(
+        made.body.contains("Signing secret"),
+        may,
+        "{role}: the secret"
+    );
+    // Allowed roles work on their own endpoint (so that deleting it spares the others); the others are refused on
+    // an endpoint that exists.
+    let (id, event) = if may {
+        webhook_with_event(app, account, &format!("own-{role}")).await
+    } else {
+        (theirs.to_owned(), theirs_event.to_owned())
+    };
+    let base = format!("/dashboard/webhooks/{id}");
+    for path in [
+        base.clone(),
+        format!("{base}/rotate"),
+        format!("{base}/delete"),
+    ] {
+        assert_eq!(
+            b.get(&path).await.status,
+            expect(StatusCode::OK),
+            "{role}: GET {path}"
+        );
+    }
+    for (path, ok) in [
+        (base.clone(), StatusCode::SEE_OTHER),
+        (format!("{base}/test"), StatusCode::SEE_OTHER),
+        (
+            format!("{base}/deliveries/{event}/redeliver"),
+            StatusCode::SEE_OTHER,
+        ),
+        (format!("{base}/disable"), StatusCode::SEE_OTHER),
+        (format!("{base}/enable"), StatusCode::SEE_OTHER),
+        (format!("{base}/rotate"), StatusCode::OK),
+        (format!("{base}/delete"), StatusCode::SEE_OTHER),
+    ] {
+        let page = b
+            .post(
+                &path,
+                &[
+                    ("csrf", csrf.as_str()),
+                    ("url", url.as_str()),
+                    ("events", "link.clicked"),
+                ],
+            )
+            .await;
+        assert_eq!(
+            page.status,
+            expect(ok),
+            "{role}: POST {path}: {}",
+            page.body
+        );
+        if !may {
+            assert!(page.body.contains("Not allowed"), "{role}: POST {path}");
+        }
+    }
+    if may {
+        assert!(
+            app.db.webhook(account, &id).await.is_err(),
+            "{role}: deleted"
+        );
+    } else {
+        assert_eq!(app.db.webhooks(account).await.unwrap(), before, "{role}");
+        assert_eq!(
+            app.db.audit_log(account, 1, 0).await.unwrap().total,
+            audit_before,
+            "{role}: no activity"
+        );
+        assert_eq!(
+            app.db
+                .webhook_attempts(account, theirs, 10, 0)
+                .await
+                .unwrap()
+                .total,
+            1,
+            "{role}: no test ping"
+        );
+    }
+}
+
+/// Every form of the teams and webhooks pages refuses a post without the session's CSRF token (403), and changes
+/// nothing.
 async fn member_forms_need_the_csrf_token(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let mut owner = Browser::new(&app);
@@ -1020,8 +1189,27 @@ async fn member_forms_need_the_csrf_token(engine: Engine) {
     accept(&app, &invite(&mut owner, &other, "member").await).await;
     let id = member_id(&app, &other).await;
     let account = app.db.find_account(&address).await.unwrap().id;
+    let (hook, event) = webhook_with_event(&app, &account, "csrf").await;
+    let hook_before = app.db.webhook(&account, &hook).await.unwrap();
+    let hooks = format!("/dashboard/webhooks/{hook}");
     let rows = app.db.audit_log(&account, 100, 0).await.unwrap().total;
-    for (path, form) in [
+    let webhook_forms = [
+        (
+            "/dashboard/webhooks".to_owned(),
+            vec![("url", "http://127.0.0.1:9/x"), ("events", "link.created")],
+        ),
+        (
+            hooks.clone(),
+            vec![("url", "http://127.0.0.1:9/x"), ("events", "link.created")],
+        ),
+        (format!("{hooks}/test"), vec![]),
+        (format!("{hooks}/disable"), vec![]),
+        (format!("{hooks}/enable"), vec![]),
+        (format!("{hooks}/rotate"), vec![]),
+        (format!("{hooks}/delete"), vec![]),
+        (format!("{hooks}/deliveries/{event}/redeliver"), vec![]),
+    ];
+    for (path, form) in webhook_forms.into_iter().chain([
         (
             "/dashboard/members/invite".to_owned(),
             vec![("email", "x@example.com"), ("role", "viewer")],
@@ -1040,7 +1228,7 @@ async fn member_forms_need_the_csrf_token(engine: Engine) {
             vec![("account_id", account.as_str())],
         ),
         ("/dashboard/account/leave".to_owned(), vec![]),
-    ] {
+    ]) {
         for csrf in [None, Some("forged-token")] {
             let mut f = form.clone();
             if let Some(c) = csrf {
@@ -1055,4 +1243,14 @@ async fn member_forms_need_the_csrf_token(engine: Engine) {
         rows
     );
     assert_eq!(app.db.members(&account).await.unwrap().len(), 2);
+    assert_eq!(app.db.webhooks(&account).await.unwrap(), vec![hook_before]);
+    assert_eq!(
+        app.db
+            .webhook_attempts(&account, &hook, 10, 0)
+            .await
+            .unwrap()
+            .total,
+        1,
+        "no test ping was sent"
+    );
 }

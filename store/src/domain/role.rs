@@ -12,7 +12,7 @@ pub enum Role {
     Viewer,
     /// And creates, edits, pauses and deletes links, sees group keys and uses the builder.
     Member,
-    /// And manages groups, the API key, and members who are not owners; sees the activity log.
+    /// And manages groups, the API key, webhooks, and members who are not owners; sees the activity log.
     Admin,
     /// And manages owners and renames the account.
     Owner,
@@ -29,6 +29,9 @@ pub enum Permission {
     ManageGroups,
     /// Generate, regenerate and revoke the API key.
     ManageApiKey,
+    /// Add, change, test, rotate and delete webhook endpoints; read their delivery logs (account-level integration
+    /// settings, like the API key).
+    ManageWebhooks,
     /// Invite, re-role and remove viewers, members and admins; see the activity log.
     ManageMembers,
     /// Invite, re-role and remove owners; rename the account.
@@ -54,9 +57,10 @@ impl Role {
         let least = match p {
             Permission::View => Role::Viewer,
             Permission::EditLinks => Role::Member,
-            Permission::ManageGroups | Permission::ManageApiKey | Permission::ManageMembers => {
-                Role::Admin
-            }
+            Permission::ManageGroups
+            | Permission::ManageApiKey
+            | Permission::ManageWebhooks
+            | Permission::ManageMembers => Role::Admin,
             Permission::ManageOwners => Role::Owner,
         };
         self >= least
@@ -107,6 +111,7 @@ mod tests {
             (EditLinks, [false, true, true, true]),
             (ManageGroups, [false, false, true, true]),
             (ManageApiKey, [false, false, true, true]),
+            (ManageWebhooks, [false, false, true, true]),
             (ManageMembers, [false, false, true, true]),
             (ManageOwners, [false, false, false, true]),
         ];
