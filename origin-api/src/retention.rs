@@ -9,11 +9,14 @@
 //!
 //! Every origin process prunes; two doing it at once only delete the same old rows sooner.
 
-use crate::startup::{DEFAULT_AUDIT_RETENTION_DAYS, DEFAULT_CLICK_RETENTION_DAYS};
+use shortlink_store::DEFAULT_AUDIT_RETENTION_DAYS;
 use shortlink_store::domain::Micros;
 use shortlink_store::{Aged, Db, StoreError, WEBHOOK_RETENTION_DAYS};
 use std::time::Duration;
 use tokio::sync::watch;
+
+/// Days raw click events are kept, when not configured.
+pub const DEFAULT_CLICK_RETENTION_DAYS: u32 = 90;
 
 /// How often old rows are deleted.
 pub const PRUNE_INTERVAL: Duration = Duration::from_secs(3_600);

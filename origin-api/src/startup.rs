@@ -23,8 +23,7 @@ pub const DEFAULT_VALIDATE_BURST: u32 = 120;
 pub const DEFAULT_VALIDATE_PER_MINUTE: u32 = 600;
 /// How long a request may take before it is answered with 503.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// Days raw click events are kept, when not configured.
-pub const DEFAULT_CLICK_RETENTION_DAYS: u32 = 90;
+pub use crate::retention::DEFAULT_CLICK_RETENTION_DAYS;
 /// The shortest internal secret `serve` accepts, in bytes: 256 bits, as `openssl rand -hex 32` gives.
 pub const MIN_INTERNAL_SECRET_BYTES: usize = 32;
 /// Wrong-secret requests to `/internal/…` one address may make at once…

@@ -7,6 +7,7 @@ use crate::audit::{self, Action, Actor};
 use crate::domain::{LongUrl, Micros, ShortCode};
 use crate::error::StoreError;
 use crate::ids::new_id;
+use crate::listed::short_url;
 use crate::outbox;
 use crate::rate_limit::{RateLimitState, RateWindow};
 use crate::webhooks::{self, EventType};
@@ -239,9 +240,4 @@ async fn rate_window(
         return Err(StoreError::KeyRevoked);
     }
     Ok(RateWindow::CREATIONS.state(row.try_get("n")?, row.try_get("oldest")?, now))
-}
-
-/// A link's public URL: always https, the only scheme the edge serves.
-pub(crate) fn short_url(host: &str, code: &str) -> String {
-    format!("https://{host}/{code}")
 }

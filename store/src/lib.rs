@@ -11,6 +11,7 @@ pub mod domain;
 
 mod accounts;
 mod audit;
+mod audit_log;
 mod backup;
 mod blocklist;
 mod click_ingest;
@@ -27,6 +28,7 @@ mod keys;
 mod link_edits;
 mod link_writer;
 mod links;
+mod listed;
 mod members;
 mod outbox;
 mod password_hashing;
@@ -42,7 +44,8 @@ mod webhooks;
 mod write_budget;
 
 pub use accounts::{AccountRow, NewAccount};
-pub use audit::{Action, Actor, AuditEntry, AuditPage, DEFAULT_AUDIT_RETENTION_DAYS};
+pub use audit::{Action, Actor, DEFAULT_AUDIT_RETENTION_DAYS};
+pub use audit_log::{AuditEntry, AuditPage};
 pub use click_retention::Aged;
 pub use click_stats::{ClickStats, DayCount, StatsScope, TOP_VALUES, ValueCount};
 pub use clicks::Ingested;
@@ -54,7 +57,8 @@ pub use keys::AuthContext;
 /// The click report's events, as the worker sends them (the contract is `kv-model`'s).
 pub use kv_model::{ClickEvent, Device};
 pub use link_edits::LinkPatch;
-pub use links::{LinkPage, ListedLink};
+pub use links::LinkPage;
+pub use listed::ListedLink;
 pub use members::{
     Accepted, Acting, INVITE_TTL_MICROS, InvitationView, Invite, MAX_ACCOUNT_NAME_CHARS, MemberRow,
     PendingInvitation, validate_account_name,

@@ -9,7 +9,8 @@
 use crate::audit::{self, Action, Actor};
 use crate::domain::{LongUrl, Micros};
 use crate::error::{Entity, StoreError};
-use crate::links::{ListedLink, get_link_in};
+use crate::links::get_link_in;
+use crate::listed::ListedLink;
 use crate::outbox;
 use crate::pool::Db;
 use crate::rate_limit::RateWindow;

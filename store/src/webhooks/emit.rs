@@ -10,7 +10,7 @@
 use super::{EventType, events_from_json};
 use crate::domain::Micros;
 use crate::error::StoreError;
-use crate::links::{LISTED_COLUMNS, ListedLink};
+use crate::listed::{LISTED_COLUMNS, ListedLink};
 use crate::sql_chunks::in_lists;
 use sqlx::{AnyConnection, Row};
 use std::collections::HashMap;

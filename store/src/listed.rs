@@ -1,0 +1,67 @@
+//! A link as the API lists it, and as webhooks send it: one shape, read from one set of columns. Its own module
+//! because the writers (creation, the webhooks' events) and the readers (the list) all need it.
+
+use crate::domain::Micros;
+use sqlx::Row;
+
+/// A listed link (spec 2 "Link (as listed)"). Its serialisation is the one JSON shape of a link: the API's answers
+/// and the webhooks' `data` both come from it ([`ListedLink::to_json`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ListedLink {
+    /// Link id.
+    pub id: String,
+    /// Alias.
+    pub short_code: String,
+    /// Destination.
+    pub long_url: String,
+    /// Hostname it is served on.
+    pub domain: String,
+    /// Owning group.
+    pub group_id: String,
+    /// Redirects (true) or paused (false).
+    pub is_active: bool,
+    /// ISO 8601, microseconds, `Z`.
+    pub created_at: String,
+    /// When it stops redirecting (ISO 8601 as `created_at`); `None`: never.
+    pub expires_at: Option<String>,
+    /// Whether the edge appends the visitor's query string to the destination.
+    pub forward_query: bool,
+}
+
+/// The columns [`ListedLink::from_row`] reads, for a query over `links l JOIN domains d`.
+pub(crate) const LISTED_COLUMNS: &str = "l.id, l.short_code, l.long_url, d.host, l.group_id, l.is_active, l.created_at, l.expires_at, l.forward_query";
+
+impl ListedLink {
+    /// A link from a row with [`LISTED_COLUMNS`].
+    pub(crate) fn from_row(r: &sqlx::any::AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(ListedLink {
+            id: r.try_get("id")?,
+            short_code: r.try_get("short_code")?,
+            long_url: r.try_get("long_url")?,
+            domain: r.try_get("host")?,
+            group_id: r.try_get("group_id")?,
+            is_active: r.try_get::<i64, _>("is_active")? != 0,
+            created_at: Micros(r.try_get("created_at")?).to_iso8601(),
+            expires_at: r
+                .try_get::<Option<i64>, _>("expires_at")?
+                .map(|t| Micros(t).to_iso8601()),
+            forward_query: r.try_get::<i64, _>("forward_query")? != 0,
+        })
+    }
+
+    /// The link as the API lists it (and as webhooks send it): `id`, `short_code`, `long_url`, `domain`,
+    /// `group_id`, `is_active`, `created_at`, `expires_at`, `forward_query`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// The URL visitors follow.
+    pub fn short_url(&self) -> String {
+        short_url(&self.domain, &self.short_code)
+    }
+}
+
+/// A link's public URL: always https, the only scheme the edge serves.
+pub(crate) fn short_url(host: &str, code: &str) -> String {
+    format!("https://{host}/{code}")
+}
