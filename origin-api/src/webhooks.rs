@@ -5,7 +5,7 @@
 //!
 //! It is off every request path: handlers only commit events (the outbox) and poke [`WebhookHandle::wake`]; a slow
 //! or dead receiver holds one of this loop's [`CONCURRENCY`] places for at most its timeout, and at most
-//! [`PER_ENDPOINT`] of them. It wakes on commits, when a delivery ends (the next event of the same link may now be
+//! [`PER_ENDPOINT`] of them (one while it is failing). It wakes on commits, when a delivery ends (the next event of the same link may now be
 //! due) and every [`WebhookSettings::poll_interval`] (retries coming due, changes made by other processes).
 
 use shortlink_store::{Attempted, Db, DueDelivery, StoreError};
@@ -18,10 +18,13 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use webhook_sender::{Sender, Url, WebhookSecret};
 
-/// Deliveries in flight at once in one process.
-pub const CONCURRENCY: usize = 16;
-/// Deliveries in flight at once to one endpoint, in one process: dead receivers cannot take every place.
-pub const PER_ENDPOINT: usize = 4;
+/// Deliveries in flight at once in one process (each an idle socket most of its time).
+pub const CONCURRENCY: usize = 64;
+/// Deliveries in flight at once to one endpoint, in one process; an endpoint that is failing gets one (the
+/// store's claim): dead receivers cannot take every place.
+pub const PER_ENDPOINT: usize = 8;
+/// How often the loop looks for a queue left without a head (see `promote_stranded_webhook_deliveries`).
+const STRANDED_SWEEP: Duration = Duration::from_secs(60);
 /// How long a claim lasts beyond the attempt's own timeout: a process that dies mid-delivery leaves its rows to be
 /// claimed again after this.
 const LEASE_MARGIN: Duration = Duration::from_secs(50);
@@ -196,7 +199,21 @@ pub async fn run(
     let mut tasks: JoinSet<String> = JoinSet::new();
     let mut in_flight: HashMap<String, usize> = HashMap::new();
     let mut failing = false;
+    let mut next_sweep = tokio::time::Instant::now() + STRANDED_SWEEP;
     loop {
+        if tokio::time::Instant::now() >= next_sweep {
+            next_sweep += STRANDED_SWEEP;
+            match db.promote_stranded_webhook_deliveries().await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    promoted = n,
+                    "webhook queues without a head were found and resumed"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "looking for webhook queues without a head failed")
+                }
+            }
+        }
         let room = CONCURRENCY.saturating_sub(tasks.len());
         if room > 0 {
             match db

@@ -1,7 +1,8 @@
 //! The real origin (`origin-api`) as a child process, for tests across origin and worker.
 //!
-//! [`Database`] is a fresh SQLite file in its own temporary directory, migrated with `origin-api migrate` and seeded
-//! with `origin-api admin …`, exactly as an operator would. [`Origin::start`] runs `origin-api serve` on it and
+//! [`Database`] is a fresh SQLite file in its own temporary directory (or, with [`Database::postgres`], a fresh schema
+//! on the PostgreSQL at `TEST_POSTGRES_URL`), migrated with `origin-api migrate` and seeded with `origin-api admin …`,
+//! exactly as an operator would. [`Origin::start`] runs `origin-api serve` on it and
 //! waits (with a deadline) until `/healthz` answers; the process is killed on drop. The binary is built once per
 //! test process with `cargo build -p origin-api` (skip with `SHORTLINK_ORIGIN_SKIP_BUILD=1` when a preceding step
 //! built it).
@@ -99,27 +100,79 @@ impl Group {
     }
 }
 
-/// A fresh, migrated SQLite database in a temporary directory (removed on drop) with the platform domain
-/// [`HOST`] (fallback [`HOST_FALLBACK`]).
+/// The database engine behind a [`Database`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// A file in the database's temporary directory.
+    Sqlite,
+    /// A fresh schema on the PostgreSQL server at `TEST_POSTGRES_URL` (default
+    /// `postgres://postgres@127.0.0.1:5432/test`), dropped with the [`Database`].
+    Postgres,
+}
+
+/// The PostgreSQL server the tests use (`TEST_POSTGRES_URL`, as the origin's integration tests).
+pub fn postgres_admin_url() -> String {
+    std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A fresh, migrated database with the platform domain [`HOST`] (fallback [`HOST_FALLBACK`]): an SQLite file in a
+/// temporary directory ([`Database::new`]) or a fresh PostgreSQL schema ([`Database::postgres`]; the directory then
+/// holds only the origins' logs). Both are removed on drop.
 pub struct Database {
     dir: PathBuf,
-    /// `sqlite://…` URL of the file.
+    /// `sqlite://…` URL of the file, or `postgres://…` with the schema as `search_path`.
     pub url: String,
+    /// PostgreSQL: the schema (dropped on drop).
+    schema: Option<String>,
 }
 
 impl Database {
-    /// Creates, migrates and adds the platform domain.
+    /// Creates, migrates and adds the platform domain (SQLite).
     pub fn new() -> Database {
+        Database::on(Engine::Sqlite)
+    }
+
+    /// The same on PostgreSQL: a fresh schema, created with `psql` (which must be installed).
+    pub fn postgres() -> Database {
+        Database::on(Engine::Postgres)
+    }
+
+    /// A fresh database on `engine`.
+    pub fn on(engine: Engine) -> Database {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "shortlink-e2e-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("shortlink-e2e-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create the database directory");
-        let url = format!("sqlite://{}", dir.join("origin.db").display());
-        let db = Database { dir, url };
+        let db = match engine {
+            Engine::Sqlite => {
+                let url = format!("sqlite://{}", dir.join("origin.db").display());
+                Database {
+                    dir,
+                    url,
+                    schema: None,
+                }
+            }
+            Engine::Postgres => {
+                let admin = postgres_admin_url();
+                let schema = format!("e2e_{}_{n}", std::process::id());
+                psql(
+                    &admin,
+                    &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"),
+                )
+                .unwrap_or_else(|e| {
+                    panic!("PostgreSQL must be running for the postgres tests (see README): {e}")
+                });
+                let sep = if admin.contains('?') { '&' } else { '?' };
+                let url = format!("{admin}{sep}options=-c%20search_path%3D{schema}");
+                Database {
+                    dir,
+                    url,
+                    schema: Some(schema),
+                }
+            }
+        };
         db.admin(&["migrate"]);
         db.admin(&[
             "admin",
@@ -137,6 +190,41 @@ impl Database {
     /// The directory holding the database (and the origins' logs).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Its engine.
+    pub fn engine(&self) -> Engine {
+        if self.schema.is_some() {
+            Engine::Postgres
+        } else {
+            Engine::Sqlite
+        }
+    }
+
+    /// Runs `sql` on this database with the engine's own client (`sqlite3` or `psql`, which must be installed) and
+    /// returns what it prints (unaligned, no headers: one row a line, columns separated by `|`); panics on error.
+    /// For reading what the API does not show (a backlog, a state), never for arranging what a test checks.
+    pub fn query(&self, sql: &str) -> String {
+        let result = match self.engine() {
+            Engine::Postgres => psql(&self.url, sql),
+            Engine::Sqlite => {
+                let path = self.dir.join("origin.db");
+                Command::new("sqlite3")
+                    .args(["-batch", "-cmd", ".timeout 5000"])
+                    .arg(&path)
+                    .arg(sql)
+                    .output()
+                    .map_err(|e| format!("cannot run sqlite3: {e}"))
+                    .and_then(|out| {
+                        if out.status.success() {
+                            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+                        } else {
+                            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+                        }
+                    })
+            }
+        };
+        result.unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
     /// Runs `origin-api ARGS` on this database and returns the JSON it prints; panics unless it exits 0.
@@ -198,6 +286,36 @@ impl Default for Database {
 impl Drop for Database {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(schema) = self.schema.take() {
+            let _ = psql(
+                &postgres_admin_url(),
+                &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
+            );
+        }
+    }
+}
+
+/// Runs `sql` with `psql` on `url`; its output (unaligned, tuples only), or why it failed.
+fn psql(url: &str, sql: &str) -> Result<String, String> {
+    let out = Command::new("psql")
+        .args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            url,
+            "-c",
+            sql,
+        ])
+        .output()
+        .map_err(|e| format!("cannot run psql: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
     }
 }
 

@@ -1213,6 +1213,93 @@ async fn ordering_per_link_under_retries(engine: Engine) {
     app.stop().await;
 }
 
+/// One link's deliveries to an endpoint form a queue with one head: a new one waits behind it, and ending the head
+/// promotes the next. A queue whose head ended without promoting (which the store's locking should make
+/// impossible) is found by the delivery loop's sweep and resumed, then sent.
+async fn a_queue_without_a_head_is_resumed(engine: Engine) {
+    // A 5 s attempt timeout, and a receiver that holds the link's creation for longer: the head stays in flight
+    // while the test looks at its queue.
+    let app = TestApp::with_settings(TestDb::new(engine).await, |s| {
+        fast(s);
+        s.webhooks.timeout = Duration::from_secs(5);
+    })
+    .await;
+    app.platform_domain(HOST).await;
+    let acc = app.account(true).await;
+    let receiver = Receiver::start(Arc::new(|r, _| {
+        if r.kind() == "link.created" {
+            Reply::Sleep(Duration::from_secs(10))
+        } else {
+            Reply::Status(200)
+        }
+    }))
+    .await;
+    let (hook, _) = endpoint(&app, &acc, &receiver.url, &["link.created", "link.updated"]).await;
+    let pool = pool(&app).await;
+    let link = create_link(&app, &acc, "https://example.com/q0").await;
+    let id = link["id"].as_str().unwrap();
+    receiver.wait_for(1).await;
+    patch_link(
+        &app,
+        &acc,
+        id,
+        json!({"long_url": "https://example.com/q1"}),
+    )
+    .await;
+    patch_link(
+        &app,
+        &acc,
+        id,
+        json!({"long_url": "https://example.com/q2"}),
+    )
+    .await;
+    let queue = || async {
+        sqlx::query_as::<_, (String, i64)>(
+            "SELECT state, waiting FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id",
+        )
+        .bind(&hook)
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    };
+    let pending = |w: i64| ("pending".to_owned(), w);
+    assert_eq!(
+        queue().await,
+        [pending(0), pending(1), pending(1)],
+        "the head in flight, two waiting behind it"
+    );
+    // The head ends without promoting the next (its claim cleared, so its own attempt's record changes nothing).
+    sqlx::query(
+        "UPDATE webhook_deliveries SET state = 'succeeded', claimed_by = NULL, claimed_until = NULL \
+         WHERE endpoint_id = $1 AND waiting = 0",
+    )
+    .bind(&hook)
+    .execute(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        app.db.promote_stranded_webhook_deliveries().await.unwrap(),
+        1
+    );
+    assert_eq!(
+        app.db.promote_stranded_webhook_deliveries().await.unwrap(),
+        0
+    );
+    // The two updates are sent, in order.
+    let got = receiver
+        .wait("both updates", |g| {
+            g.iter().filter(|r| r.kind() == "link.updated").count() >= 2
+        })
+        .await;
+    let urls: Vec<&str> = got
+        .iter()
+        .filter(|r| r.kind() == "link.updated")
+        .map(|r| r.json["data"]["long_url"].as_str().unwrap())
+        .collect();
+    assert_eq!(urls, ["https://example.com/q1", "https://example.com/q2"]);
+    app.stop().await;
+}
+
 /// Two origins on one database, each with its delivery loop: every event is sent exactly once.
 async fn two_origins_never_send_one_attempt_twice(engine: Engine) {
     let app = app(engine).await;
@@ -1220,12 +1307,22 @@ async fn two_origins_never_send_one_attempt_twice(engine: Engine) {
     let (_second, second_task) = another_origin(&app.test_db.url, fast).await;
     // A slow receiver builds a backlog both origins work on, and widens the window in which both could take the
     // same row.
-    let receiver = Receiver::start(Arc::new(|_, _| Reply::Sleep(Duration::from_millis(100)))).await;
+    let receiver = Receiver::start(Arc::new(|_, _| Reply::Sleep(Duration::from_millis(300)))).await;
     endpoint(&app, &acc, &receiver.url, &["link.created"]).await;
     let n = 40;
-    for i in 0..n {
-        create_link(&app, &acc, &format!("https://example.com/dup{i}")).await;
-    }
+    // One bulk creation: all 40 events are due at once, more than one process may have in flight.
+    let links: Vec<Value> = (0..n)
+        .map(|i| json!({"long_url": format!("https://example.com/dup{i}")}))
+        .collect();
+    let (s, body) = call(
+        &app,
+        Method::POST,
+        &acc.key,
+        "/api/v1/external/links/bulk-create",
+        Some(json!({ "links": links })),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
     receiver.wait_for(n).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let got = receiver.received();
@@ -1581,6 +1678,20 @@ async fn test_pings_and_redelivery(engine: Engine) {
     create_link(&app, &acc, "https://example.com/again").await;
     let got = receiver.wait_for(2).await;
     let event = got[1].id.clone();
+    // Its attempt recorded (the receiver has answered, the loop may not have written it yet): a delivery still
+    // being sent is left to finish rather than redelivered.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !attempts(&app, &acc, &hook)
+        .await
+        .iter()
+        .any(|a| a["event_id"] == event.as_str())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the attempt of {event} was never recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let (s, queued) = call(
         &app,
         Method::POST,
@@ -1766,6 +1877,7 @@ both_engines!(
     disabled_after_five_days_of_failures_then_enabled_fresh,
     ordering_per_link_under_retries,
     two_origins_never_send_one_attempt_twice,
+    a_queue_without_a_head_is_resumed,
     ssrf_refused_without_the_flag,
     accounts_are_isolated,
     refused_changes_send_nothing,

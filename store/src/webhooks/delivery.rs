@@ -18,11 +18,12 @@
 //! with the reason, and drops its pending deliveries. Test pings never touch an endpoint's health.
 
 use super::EventType;
-use super::emit::{is_postgres, new_event_id, payload};
+use super::emit::{self, is_postgres, new_event_id, payload};
 use super::endpoints::{drop_pending, endpoint_in};
 use crate::domain::Micros;
 use crate::error::{Entity, StoreError};
 use crate::pool::Db;
+use crate::sql_chunks::in_lists;
 use sqlx::Row;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -115,6 +116,24 @@ fn placeholders(first: usize, n: usize) -> String {
         .join(", ")
 }
 
+/// Makes the lowest waiting delivery of `key` to `endpoint_id` the head of its queue (due at its own time: at once
+/// for a delivery that never ran). Called in the transaction that ends the previous head.
+async fn promote_next(
+    conn: &mut sqlx::AnyConnection,
+    endpoint_id: &str,
+    key: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET waiting = 0 WHERE id = (SELECT MIN(id) FROM webhook_deliveries \
+         WHERE endpoint_id = $1 AND ordering_key = $2 AND state = 'pending' AND waiting = 1)",
+    )
+    .bind(endpoint_id)
+    .bind(key)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
 /// The columns a [`DueDelivery`] is read from.
 const DUE_COLUMNS: &str =
     "d.id, d.endpoint_id, d.event_id, d.attempts, ev.type, ev.payload, e.url, e.secret";
@@ -137,8 +156,8 @@ fn due_from_row(r: &sqlx::any::AnyRow, claim: &str) -> Result<DueDelivery, sqlx:
 impl Db {
     /// Claims up to `limit` due deliveries for `lease` under a fresh claim token, oldest due first, at most
     /// `per_endpoint` in flight per endpoint counting `in_flight` (the caller's own deliveries still being sent, by
-    /// endpoint): one dead receiver cannot take every place. Due: pending, its time come, not leased, its
-    /// endpoint enabled, and no earlier delivery of its ordering key to its endpoint pending.
+    /// endpoint; one for an endpoint that is failing): dead receivers cannot take every place. Due: the head of
+    /// its key's queue (see the migration 0012), its time come, not leased, its endpoint enabled.
     pub async fn claim_webhook_deliveries(
         &self,
         limit: usize,
@@ -152,7 +171,7 @@ impl Db {
         let now = Micros::now().0;
         // A read first: an idle loop (most of the time) never takes SQLite's write lock.
         let any_due = sqlx::query(
-            "SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1 \
+            "SELECT id FROM webhook_deliveries WHERE state = 'pending' AND waiting = 0 AND next_attempt_at <= $1 \
              AND (claimed_until IS NULL OR claimed_until < $1) LIMIT 1",
         )
         .bind(now)
@@ -162,9 +181,32 @@ impl Db {
             return Ok(Vec::new());
         }
         let claim = uuid::Uuid::new_v4().to_string();
+        // An endpoint that is failing (no success since its last failure) gets one place: receivers that time
+        // out hold theirs for the whole timeout, and must not take the places of the ones that answer.
+        let busy: Vec<&str> = in_flight.keys().map(String::as_str).collect();
+        let mut failing: Vec<String> = Vec::new();
+        for (list, binds) in in_lists(&busy, 1) {
+            let sql = format!(
+                "SELECT id FROM webhook_endpoints WHERE failing_since IS NOT NULL AND id IN ({list})"
+            );
+            let mut q = sqlx::query(&sql);
+            for b in binds {
+                q = q.bind(b);
+            }
+            for r in q.fetch_all(&self.read).await? {
+                failing.push(r.try_get("id")?);
+            }
+        }
+        let cap = |endpoint: &str| {
+            if failing.iter().any(|f| f == endpoint) {
+                1
+            } else {
+                per_endpoint
+            }
+        };
         let full: Vec<&str> = in_flight
             .iter()
-            .filter(|(_, n)| **n >= per_endpoint)
+            .filter(|(e, n)| **n >= cap(e))
             .map(|(e, _)| e.as_str())
             .collect();
         let mut tx = self.begin_write().await?;
@@ -184,9 +226,7 @@ impl Db {
         let sql = format!(
             "SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
              WHERE d.state = 'pending' AND d.next_attempt_at <= $1 \
-             AND (d.claimed_until IS NULL OR d.claimed_until < $1) AND e.enabled = 1 \
-             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id \
-                 AND p.ordering_key = d.ordering_key AND p.state = 'pending' AND p.id < d.id){skip} \
+             AND d.waiting = 0 AND (d.claimed_until IS NULL OR d.claimed_until < $1) AND e.enabled = 1{skip} \
              ORDER BY d.next_attempt_at, d.id LIMIT $2{lock}"
         );
         // More candidates than places, so endpoints at their bound leave room for the others.
@@ -204,8 +244,9 @@ impl Db {
             }
             let endpoint: String = r.try_get("endpoint_id")?;
             let busy = in_flight.get(&endpoint).copied().unwrap_or(0);
+            let room = cap(&endpoint);
             let n = taken.entry(endpoint).or_default();
-            if busy + *n < per_endpoint {
+            if busy + *n < room {
                 *n += 1;
                 picked.push(r.try_get("id")?);
             }
@@ -276,9 +317,9 @@ impl Db {
             (false, Some(wait)) => ("pending", now.0.saturating_add(micros(wait))),
             (false, None) => ("failed", now.0),
         };
-        sqlx::query(
+        let ended = sqlx::query(
             "UPDATE webhook_deliveries SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, \
-             claimed_by = NULL, claimed_until = NULL WHERE id = $1 AND claimed_by = $2",
+             claimed_by = NULL, claimed_until = NULL WHERE id = $1 AND claimed_by = $2 RETURNING ordering_key",
         )
         .bind(due.delivery_id)
         .bind(&due.claim)
@@ -286,8 +327,13 @@ impl Db {
         .bind(i64::from(due.attempt))
         .bind(next)
         .bind(error.as_deref())
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
+        // The head of its key's queue has ended: the next waiting delivery of the key becomes the head.
+        if let (Some(row), false) = (ended, state == "pending") {
+            let key: String = row.try_get("ordering_key")?;
+            promote_next(&mut tx, &due.endpoint_id, &key).await?;
+        }
         if !due.is_ping() {
             match &error {
                 None => {
@@ -333,6 +379,26 @@ impl Db {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Promotes the first waiting delivery of every queue that has no head. Ending a head promotes the next in
+    /// the same transaction, and a new delivery on PostgreSQL locks the head it waits behind, so this should never
+    /// find one; the delivery loop runs it now and then all the same, because a queue without a head would never
+    /// be sent. Returns how many it promoted (reads the waiting rows only).
+    pub async fn promote_stranded_webhook_deliveries(&self) -> Result<u64, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let done = sqlx::query(
+            "UPDATE webhook_deliveries SET waiting = 0 WHERE id IN (\
+               SELECT MIN(w.id) FROM webhook_deliveries w WHERE w.state = 'pending' AND w.waiting = 1 \
+               AND NOT EXISTS (SELECT 1 FROM webhook_deliveries h WHERE h.endpoint_id = w.endpoint_id \
+                   AND h.ordering_key = w.ordering_key AND h.state = 'pending' AND h.waiting = 0) \
+               GROUP BY w.endpoint_id, w.ordering_key)",
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(done)
     }
 
     /// A test ping for one of the account's endpoints (enabled or not), claimed for `lease` by the caller, who
@@ -405,14 +471,37 @@ impl Db {
         if !endpoint.enabled {
             return Err(StoreError::WebhookDisabled);
         }
+        // A delivery that has ended goes back into its key's queue: behind the head if the key has one (which
+        // then promotes the lowest waiting id: this one before any later event), else as the head. One still
+        // pending keeps its place.
+        let key: Option<String> = sqlx::query(
+            "SELECT ordering_key FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2 AND state <> 'pending'",
+        )
+        .bind(endpoint_id)
+        .bind(event_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(|r| r.try_get("ordering_key"))
+        .transpose()?;
+        let waiting = match &key {
+            Some(key) => {
+                let has_head = !emit::heads(&mut tx, &[(endpoint_id, event_id, key.as_str())])
+                    .await?
+                    .is_empty();
+                i64::from(has_head)
+            }
+            None => 0,
+        };
         let reset = sqlx::query(
-            "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = $3, last_error = NULL, \
+            "UPDATE webhook_deliveries SET waiting = CASE WHEN state = 'pending' THEN waiting ELSE $4 END, \
+             state = 'pending', attempts = 0, next_attempt_at = $3, last_error = NULL, \
              claimed_by = NULL, claimed_until = NULL \
              WHERE endpoint_id = $1 AND event_id = $2 AND (claimed_until IS NULL OR claimed_until < $3)",
         )
         .bind(endpoint_id)
         .bind(event_id)
         .bind(now)
+        .bind(waiting)
         .execute(&mut *tx)
         .await?;
         if reset.rows_affected() == 0 {

@@ -13,9 +13,9 @@ use crate::error::StoreError;
 use crate::listed::{LISTED_COLUMNS, ListedLink};
 use crate::sql_chunks::in_lists;
 use sqlx::{AnyConnection, Row};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-/// Rows per multi-row insert (6 parameters a row at most: far under both engines' limits).
+/// Rows per multi-row insert (5 parameters a row at most: far under both engines' limits).
 const ROWS_PER_STATEMENT: usize = 64;
 
 /// True on PostgreSQL (row locks and `SKIP LOCKED`), false on SQLite (one writer: nothing to lock).
@@ -127,25 +127,84 @@ pub(crate) async fn write_events(
                 .map(move |endpoint| (endpoint.as_str(), id.as_str(), e.ordering_key))
         })
         .collect();
-    for chunk in deliveries.chunks(ROWS_PER_STATEMENT) {
+    // Each (endpoint, key) queue has one head; a new delivery waits behind the head, or behind the earlier rows of
+    // its own key in this batch.
+    let mut queued = heads(conn, &deliveries).await?;
+    let queued_rows: Vec<(&str, &str, &str, i64)> = deliveries
+        .iter()
+        .map(|&(endpoint, event, key)| {
+            let waiting = !queued.insert((endpoint.to_owned(), key.to_owned()));
+            (endpoint, event, key, i64::from(waiting))
+        })
+        .collect();
+    for chunk in queued_rows.chunks(ROWS_PER_STATEMENT) {
         let values: Vec<String> = (0..chunk.len())
             .map(|i| {
-                let p = 2 + 3 * i;
-                format!("(${}, ${}, ${}, 'pending', 0, $1, $1)", p, p + 1, p + 2)
+                let p = 2 + 4 * i;
+                format!(
+                    "(${}, ${}, ${}, 'pending', 0, $1, $1, ${})",
+                    p,
+                    p + 1,
+                    p + 2,
+                    p + 3
+                )
             })
             .collect();
         let sql = format!(
             "INSERT INTO webhook_deliveries (endpoint_id, event_id, ordering_key, state, attempts, \
-             next_attempt_at, created_at) VALUES {}",
+             next_attempt_at, created_at, waiting) VALUES {}",
             values.join(", ")
         );
         let mut q = sqlx::query(&sql).bind(now.0);
-        for (endpoint, event, key) in chunk {
-            q = q.bind(*endpoint).bind(*event).bind(*key);
+        for (endpoint, event, key, waiting) in chunk {
+            q = q.bind(*endpoint).bind(*event).bind(*key).bind(*waiting);
         }
         q.execute(&mut *conn).await?;
     }
     Ok(rows.into_iter().map(|(id, _, _)| id).collect())
+}
+
+/// The (endpoint, key) queues among `deliveries` that have a head already (a pending delivery not waiting). On
+/// PostgreSQL the heads are locked until the change commits: a head ending at the same time (its attempt
+/// recorded, which promotes the next waiting row of its key) either commits first, and is then no longer a head
+/// here, or waits for this change and then sees its rows; so no new row is left waiting behind a head that has
+/// gone. (SQLite runs one write transaction at a time.)
+pub(crate) async fn heads(
+    conn: &mut AnyConnection,
+    deliveries: &[(&str, &str, &str)],
+) -> Result<HashSet<(String, String)>, StoreError> {
+    let mut found = HashSet::new();
+    if deliveries.is_empty() {
+        return Ok(found);
+    }
+    let mut endpoints: Vec<&str> = deliveries.iter().map(|d| d.0).collect();
+    endpoints.sort_unstable();
+    endpoints.dedup();
+    let mut keys: Vec<&str> = deliveries.iter().map(|d| d.2).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let lock = if is_postgres(conn) {
+        " ORDER BY id FOR UPDATE"
+    } else {
+        ""
+    };
+    // At most 20 endpoints an account (and a batch is one account's, or a few accounts' for click reports).
+    for (endpoint_list, endpoint_binds) in in_lists(&endpoints, 1) {
+        for (key_list, key_binds) in in_lists(&keys, 1 + endpoint_binds.len()) {
+            let sql = format!(
+                "SELECT endpoint_id, ordering_key FROM webhook_deliveries WHERE state = 'pending' AND waiting = 0 \
+                 AND endpoint_id IN ({endpoint_list}) AND ordering_key IN ({key_list}){lock}"
+            );
+            let mut q = sqlx::query(&sql);
+            for b in endpoint_binds.iter().chain(key_binds.iter()) {
+                q = q.bind(*b);
+            }
+            for r in q.fetch_all(&mut *conn).await? {
+                found.insert((r.try_get("endpoint_id")?, r.try_get("ordering_key")?));
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// Emits one event of `kind` about `ordering_key` with `data`, to the account's subscribed endpoints, on the
