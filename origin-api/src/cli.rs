@@ -186,6 +186,7 @@ impl From<ServeArgs> for Settings {
             password_hash_concurrency: a
                 .password_hash_concurrency
                 .and_then(|n| usize::try_from(n).ok()),
+            password_hash_wait: shortlink_store::DEFAULT_HASH_WAIT,
             write_limit_per_minute: a.write_limit_per_minute,
             max_groups_per_account: a.max_groups_per_account,
             // Bounded by its parser (1024).

@@ -70,6 +70,9 @@ pub struct Settings {
     pub trusted_proxy_hops: usize,
     /// Password hashes (argon2id, 19 MiB each) computed at once; None: one per core.
     pub password_hash_concurrency: Option<usize>,
+    /// How long a password check may wait for a place before it is answered "busy" (429): [`DEFAULT_HASH_WAIT`]
+    /// (not an operator setting; tests shorten it).
+    pub password_hash_wait: Duration,
     /// Management writes (link PATCH/DELETE, group writes) per API key, and per account's dashboard, in any
     /// rolling minute.
     pub write_limit_per_minute: u32,
@@ -135,6 +138,7 @@ impl Settings {
             client_ip_header: None,
             trusted_proxy_hops: client_addr::DEFAULT_TRUSTED_PROXY_HOPS,
             password_hash_concurrency: None,
+            password_hash_wait: DEFAULT_HASH_WAIT,
             write_limit_per_minute: DEFAULT_WRITE_LIMIT_PER_MINUTE,
             max_groups_per_account: DEFAULT_MAX_GROUPS_PER_ACCOUNT,
             render_concurrency: default_render_concurrency(),
@@ -284,8 +288,8 @@ impl Application {
             None => ClientAddrRule::peer(),
         };
         let hashing = match settings.password_hash_concurrency {
-            Some(n) => HashLimit::new(n, DEFAULT_HASH_WAIT),
-            None => HashLimit::per_core(),
+            Some(n) => HashLimit::new(n, settings.password_hash_wait),
+            None => HashLimit::new(HashLimit::per_core().size(), settings.password_hash_wait),
         };
         let db = Db::connect(
             settings.database_url.expose_secret(),

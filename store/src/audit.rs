@@ -91,6 +91,10 @@ pub enum Action {
     WebhookDeleted,
     /// A webhook endpoint's signing secret was replaced (the secret is never in the row).
     WebhookSecretRotated,
+    /// A tag was renamed, or merged into another tag of the account.
+    TagRenamed,
+    /// A tag was removed from every link.
+    TagDeleted,
 }
 
 impl Action {
@@ -119,10 +123,12 @@ impl Action {
             Self::WebhookUpdated => "webhook.updated",
             Self::WebhookDeleted => "webhook.deleted",
             Self::WebhookSecretRotated => "webhook.secret_rotated",
+            Self::TagRenamed => "tag.renamed",
+            Self::TagDeleted => "tag.deleted",
         }
     }
 
-    /// What the row's target is (`link`, `group`, `api_key`, `member`, `account`, `domain`).
+    /// What the row's target is (`link`, `group`, `api_key`, `member`, `account`, `domain`, `webhook`, `tag`).
     pub fn target_type(self) -> &'static str {
         match self {
             Self::LinkCreated
@@ -145,6 +151,7 @@ impl Action {
             | Self::WebhookUpdated
             | Self::WebhookDeleted
             | Self::WebhookSecretRotated => "webhook",
+            Self::TagRenamed | Self::TagDeleted => "tag",
         }
     }
 }

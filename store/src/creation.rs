@@ -4,12 +4,13 @@
 //! batched writer, PostgreSQL's own transaction) are built from these two, so the rules are written once.
 
 use crate::audit::{self, Action, Actor};
-use crate::domain::{LongUrl, Micros, ShortCode};
+use crate::domain::{LongUrl, Micros, ShortCode, Tag, Title};
 use crate::error::StoreError;
 use crate::ids::new_id;
-use crate::listed::short_url;
+use crate::listed::{search_text, short_url};
 use crate::outbox;
 use crate::rate_limit::{RateLimitState, RateWindow};
+use crate::tags;
 use crate::webhooks::{self, EventType};
 use sqlx::{AnyConnection, Row};
 
@@ -34,6 +35,10 @@ pub struct CreateLink {
     pub forward_query: bool,
     /// Who acts, for the activity log (the API key, a signed-in user, the operator).
     pub actor: Actor,
+    /// Its title; `None`: none.
+    pub title: Option<Title>,
+    /// Its tags (merged, at most 10: [`Tag::parse_list`]).
+    pub tags: Vec<Tag>,
 }
 
 /// Who creates a link. The hourly limit (spec 8) is per API key; the dashboard's creations are counted apart, per
@@ -119,7 +124,8 @@ pub(crate) async fn insert_link(
     let id = new_id();
     let inserted = sqlx::query(
         "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at, \
-         created_by_key, expires_at, forward_query) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10)",
+         created_by_key, expires_at, forward_query, title, search_text) \
+         VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12)",
     )
     .bind(&id)
     .bind(&req.account_id)
@@ -131,6 +137,12 @@ pub(crate) async fn insert_link(
     .bind(&subject)
     .bind(req.expires_at.map(|t| t.0))
     .bind(i64::from(req.forward_query))
+    .bind(req.title.as_ref().map(Title::as_str))
+    .bind(search_text(
+        code.as_str(),
+        req.long_url.as_str(),
+        req.title.as_ref().map(Title::as_str),
+    ))
     .execute(&mut *conn)
     .await;
     match inserted {
@@ -142,6 +154,9 @@ pub(crate) async fn insert_link(
         }
         r => r?,
     };
+    if !req.tags.is_empty() {
+        tags::set_link_tags(conn, &req.account_id, &id, &req.tags).await?;
+    }
     let state = limit.after_use(RateWindow::CREATIONS, now);
     let link = CreatedLink {
         short_url: short_url(&target.host, code.as_str()),
@@ -196,18 +211,28 @@ pub(crate) async fn record_created(
     outbox::enqueue(conn, &keys).await?;
     let entries: Vec<audit::Entry<'_>> = created
         .iter()
-        .map(|(req, link)| audit::Entry {
-            account_id: &req.account_id,
-            actor: &req.actor,
-            action: Action::LinkCreated,
-            target_id: &link.id,
-            details: serde_json::json!({
+        .map(|(req, link)| {
+            let mut details = serde_json::json!({
                 "short_url": link.short_url,
                 "long_url": req.long_url.as_str(),
                 "group_id": link.group_id,
                 "expires_at": req.expires_at.map(Micros::to_iso8601),
                 "forward_query": req.forward_query,
-            }),
+            });
+            // Given only: a link created without them reads as before.
+            if let Some(title) = &req.title {
+                details["title"] = title.as_str().into();
+            }
+            if !req.tags.is_empty() {
+                details["tags"] = req.tags.iter().map(Tag::name).collect::<Vec<_>>().into();
+            }
+            audit::Entry {
+                account_id: &req.account_id,
+                actor: &req.actor,
+                action: Action::LinkCreated,
+                target_id: &link.id,
+                details,
+            }
         })
         .collect();
     audit::record_many(conn, &entries).await?;

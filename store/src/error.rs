@@ -25,6 +25,8 @@ pub enum Entity {
     Webhook,
     /// A webhook event (of one endpoint).
     WebhookEvent,
+    /// A tag of the account (that some link carries).
+    Tag,
 }
 
 impl fmt::Display for Entity {
@@ -39,6 +41,7 @@ impl fmt::Display for Entity {
             Self::Invitation => "invitation",
             Self::Webhook => "webhook",
             Self::WebhookEvent => "webhook event",
+            Self::Tag => "tag",
         })
     }
 }

@@ -39,6 +39,7 @@ mod publishing;
 mod rate_limit;
 mod signup;
 mod sql_chunks;
+mod tags;
 mod web_auth;
 mod webhooks;
 mod write_budget;
@@ -70,6 +71,7 @@ pub use pool::{Db, Engine, PoolUse};
 pub use publishing::OutboxLag;
 pub use rate_limit::{RATE_LIMIT, RateLimitState, RateWindow};
 pub use signup::SignUp;
+pub use tags::TagCount;
 pub use web_auth::{
     AccountChoice, NewSession, PasswordCheck, SESSION_ABSOLUTE_MICROS, SESSION_IDLE_MICROS,
     SessionAccount, SessionUser, SignIn,

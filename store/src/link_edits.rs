@@ -7,13 +7,14 @@
 //! `deleted_creations`, which [`crate::creation`]'s window counts beside the key's live links.
 
 use crate::audit::{self, Action, Actor};
-use crate::domain::{LongUrl, Micros};
+use crate::domain::{LongUrl, Micros, Tag, Title};
 use crate::error::{Entity, StoreError};
 use crate::links::get_link_in;
-use crate::listed::ListedLink;
+use crate::listed::{ListedLink, search_text, tag_list};
 use crate::outbox;
 use crate::pool::Db;
 use crate::rate_limit::RateWindow;
+use crate::tags::set_link_tags;
 use crate::webhooks::EventType;
 use crate::webhooks::emit::emit;
 use sqlx::{AnyConnection, Row};
@@ -31,6 +32,10 @@ pub struct LinkPatch {
     pub expires_at: Option<Option<Micros>>,
     /// Whether the visitor's query string is forwarded.
     pub forward_query: Option<bool>,
+    /// `Some(None)` removes the title.
+    pub title: Option<Option<Title>>,
+    /// Replaces the whole list of tags (`Some(vec![])` removes them all).
+    pub tags: Option<Vec<Tag>>,
 }
 
 impl LinkPatch {
@@ -41,6 +46,18 @@ impl LinkPatch {
             && self.group_id.is_none()
             && self.expires_at.is_none()
             && self.forward_query.is_none()
+            && self.title.is_none()
+            && self.tags.is_none()
+    }
+
+    /// True when the patch changes what the edge serves (the link's KV record): anything but the title and the
+    /// tags, which are not served.
+    fn touches_edge(&self) -> bool {
+        self.long_url.is_some()
+            || self.is_active.is_some()
+            || self.group_id.is_some()
+            || self.expires_at.is_some()
+            || self.forward_query.is_some()
     }
 
     /// The activity log's action for this patch: `link.paused` / `link.resumed` when it changes `is_active` alone,
@@ -59,10 +76,10 @@ impl LinkPatch {
     }
 
     /// The activity log's details: the link's short URL (what the row is about), then each field the patch sets,
-    /// with its new value.
-    fn details(&self, short_url: &str) -> serde_json::Value {
+    /// with its new value (`tags`: the link's tags after the change, as the account spells them).
+    fn details(&self, link: &ListedLink) -> serde_json::Value {
         let mut details = serde_json::Map::new();
-        details.insert("short_url".to_owned(), short_url.into());
+        details.insert("short_url".to_owned(), link.short_url().into());
         if let Some(url) = &self.long_url {
             details.insert("long_url".to_owned(), url.as_str().into());
         }
@@ -80,6 +97,12 @@ impl LinkPatch {
         }
         if let Some(forward) = self.forward_query {
             details.insert("forward_query".to_owned(), forward.into());
+        }
+        if let Some(title) = &self.title {
+            details.insert("title".to_owned(), title.as_ref().map(Title::as_str).into());
+        }
+        if self.tags.is_some() {
+            details.insert("tags".to_owned(), link.tags.clone().into());
         }
         details.into()
     }
@@ -155,6 +178,11 @@ impl Db {
             .forward_query
             .iter()
             .for_each(|_| next("forward_query"));
+        patch.title.iter().for_each(|_| next("title"));
+        if sets.is_empty() {
+            // Tags only: the statement still finds (and on PostgreSQL locks) the account's link.
+            sets.push("is_active = is_active".to_owned());
+        }
         let sql = format!(
             "UPDATE links SET {} WHERE id = $1 AND account_id = $2",
             sets.join(", ")
@@ -190,22 +218,42 @@ impl Db {
         if let Some(forward) = patch.forward_query {
             update = update.bind(i64::from(forward));
         }
+        if let Some(title) = &patch.title {
+            update = update.bind(title.as_ref().map(|t| t.as_str().to_owned()));
+        }
         if update.execute(&mut *tx).await?.rows_affected() == 0 {
             return Err(StoreError::NotFound(Entity::Link));
         }
+        if let Some(tags) = &patch.tags {
+            set_link_tags(&mut tx, account_id, link_id, tags).await?;
+        }
         let link = get_link_in(&mut tx, account_id, link_id).await?;
-        outbox::enqueue(
-            &mut tx,
-            &[kv_model::link_key(&link.domain, &link.short_code)],
-        )
-        .await?;
+        if patch.long_url.is_some() || patch.title.is_some() {
+            sqlx::query("UPDATE links SET search_text = $1 WHERE id = $2")
+                .bind(search_text(
+                    &link.short_code,
+                    &link.long_url,
+                    link.title.as_deref(),
+                ))
+                .bind(link_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        // Titles and tags are not served: a change of only these leaves the edge alone.
+        if patch.touches_edge() {
+            outbox::enqueue(
+                &mut tx,
+                &[kv_model::link_key(&link.domain, &link.short_code)],
+            )
+            .await?;
+        }
         audit::record(
             &mut tx,
             account_id,
             actor,
             patch.action(),
             link_id,
-            &patch.details(&link.short_url()),
+            &patch.details(&link),
         )
         .await?;
         // Paused and resumed included: receivers see the link as it now is.
@@ -239,10 +287,19 @@ impl Db {
         let now = Micros::now().0;
         let window_start = RateWindow::CREATIONS.start(now);
         let mut tx = self.begin_write().await?;
+        // Its tags for its last state, read before the row (and its tags with it) goes.
+        let tags: Option<String> = sqlx::query(
+            "SELECT string_agg(t.name, '\n') AS tags FROM link_tags lt JOIN tags t ON t.id = lt.tag_id \
+             WHERE lt.link_id = $1",
+        )
+        .bind(link_id)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("tags")?;
         let row = sqlx::query(
             "DELETE FROM links WHERE id = $1 AND account_id = $2 \
              RETURNING created_by_key, created_at, short_code, domain_id, long_url, group_id, is_active, expires_at, \
-             forward_query",
+             forward_query, title",
         )
         .bind(link_id)
         .bind(account_id)
@@ -292,6 +349,8 @@ impl Db {
                 .try_get::<Option<i64>, _>("expires_at")?
                 .map(|t| Micros(t).to_iso8601()),
             forward_query: row.try_get::<i64, _>("forward_query")? != 0,
+            title: row.try_get("title")?,
+            tags: tag_list(tags),
         };
         let details = serde_json::json!({
             "short_url": last.short_url(),

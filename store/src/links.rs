@@ -8,15 +8,40 @@ use crate::blocklist;
 use crate::creation::{
     Attempt, CreateLink, CreatedLink, Creator, Retry, Target, insert_link, record_created,
 };
-use crate::domain::{MatchMode, Micros, ShortCode, generate_short_code, prefix_upper_bound};
+use crate::domain::{
+    LinkSort, ListQuery, MatchMode, Micros, ShortCode, generate_short_code, prefix_upper_bound,
+};
 use crate::error::{Entity, StoreError};
 use crate::listed::{LISTED_COLUMNS, ListedLink};
 use crate::pool::{Db, LinkPath};
 use crate::rate_limit::RateLimitState;
+use crate::webhooks::emit::is_postgres;
 use sqlx::Row;
 
 /// Attempts at a generated code before giving up (each collides with odds ~n/36^7).
 const GENERATE_ATTEMPTS: usize = 8;
+
+/// A value bound to a list query's condition.
+enum Arg {
+    Text(String),
+    Int(i64),
+}
+
+/// `sql` with the account as `$1` and `binds` after it.
+fn bind_all<'q>(
+    sql: &'q str,
+    account_id: &str,
+    binds: &[Arg],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let mut q = sqlx::query(sql).bind(account_id.to_owned());
+    for b in binds {
+        q = match b {
+            Arg::Text(t) => q.bind(t.clone()),
+            Arg::Int(i) => q.bind(*i),
+        };
+    }
+    q
+}
 
 /// One page of links and the count of all matches.
 #[derive(Debug, Clone)]
@@ -136,7 +161,7 @@ impl Db {
         Ok(attempt)
     }
 
-    /// A page of the account's links, newest first, with the total of all matches.
+    /// A page of the account's links, newest first, with the total of all matches (no filter but `long_url`).
     pub async fn list_links(
         &self,
         account_id: &str,
@@ -144,21 +169,74 @@ impl Db {
         offset: u64,
         filter: Option<(&str, MatchMode)>,
     ) -> Result<LinkPage, StoreError> {
+        let mut query = ListQuery::page(limit, offset);
+        query.filter = filter.map(|(v, m)| (v.to_owned(), m));
+        self.search_links(account_id, &query).await
+    }
+
+    /// A page of the account's links matching every filter of `query`, in its order, with the total of all
+    /// matches.
+    pub async fn search_links(
+        &self,
+        account_id: &str,
+        query: &ListQuery,
+    ) -> Result<LinkPage, StoreError> {
         // One read transaction, so the total and the page come from the same snapshot.
         let mut tx = self.read.begin().await?;
-        let (condition, bound) = match filter {
-            None => (String::new(), None),
-            Some((_, MatchMode::Exact)) => (" AND long_url = $2".to_owned(), None),
-            Some((prefix, MatchMode::StartsWith)) => match prefix_upper_bound(prefix) {
-                Some(upper) => (
-                    " AND long_url >= $2 AND long_url < $3".to_owned(),
-                    Some(upper),
-                ),
-                None => (" AND long_url >= $2".to_owned(), None),
-            },
+        let postgres = is_postgres(&tx);
+        // $1 is the account; each condition binds the next numbers.
+        let mut binds: Vec<Arg> = Vec::new();
+        let mut conditions = String::new();
+        let next = |binds: &mut Vec<Arg>, value: Arg| {
+            binds.push(value);
+            format!("${}", binds.len() + 1)
         };
-        let value = filter.map(|(v, _)| v);
-        let total: i64 = if filter.is_none() {
+        match &query.filter {
+            None => {}
+            Some((v, MatchMode::Exact)) => {
+                let p = next(&mut binds, Arg::Text(v.clone()));
+                conditions.push_str(&format!(" AND l.long_url = {p}"));
+            }
+            Some((prefix, MatchMode::StartsWith)) => {
+                let p = next(&mut binds, Arg::Text(prefix.clone()));
+                conditions.push_str(&format!(" AND l.long_url >= {p}"));
+                if let Some(upper) = prefix_upper_bound(prefix) {
+                    let p = next(&mut binds, Arg::Text(upper));
+                    conditions.push_str(&format!(" AND l.long_url < {p}"));
+                }
+            }
+        }
+        if let Some(q) = &query.q {
+            // Literal: `%`, `_` and `\` are ordinary characters of `q`.
+            let escaped = q
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            let p = next(&mut binds, Arg::Text(format!("%{escaped}%")));
+            conditions.push_str(&format!(" AND l.search_text LIKE {p} ESCAPE '\\'"));
+        }
+        for tag in &query.tags {
+            let p = next(&mut binds, Arg::Text(tag.key().to_owned()));
+            conditions.push_str(&format!(
+                " AND l.id IN (SELECT lt.link_id FROM link_tags lt JOIN tags t ON t.id = lt.tag_id \
+                 WHERE t.account_id = $1 AND t.name_key = {p})"
+            ));
+        }
+        if let Some(group) = &query.group_id {
+            let p = next(&mut binds, Arg::Text(group.clone()));
+            conditions.push_str(&format!(" AND l.group_id = {p}"));
+        }
+        if let Some(domain) = &query.domain {
+            let p = next(&mut binds, Arg::Text(domain.as_str().to_owned()));
+            conditions.push_str(&format!(
+                " AND l.domain_id IN (SELECT id FROM domains WHERE host = {p})"
+            ));
+        }
+        if let Some(active) = query.is_active {
+            let p = next(&mut binds, Arg::Int(i64::from(active)));
+            conditions.push_str(&format!(" AND l.is_active = {p}"));
+        }
+        let total: i64 = if !query.is_filtered() {
             // The counter kept by create_link: one row instead of a count over the account.
             sqlx::query("SELECT link_count FROM accounts WHERE id = $1")
                 .bind(account_id)
@@ -168,38 +246,50 @@ impl Db {
                 .transpose()?
                 .unwrap_or(0)
         } else {
-            let sql = format!("SELECT COUNT(*) AS n FROM links WHERE account_id = $1{condition}");
-            let mut q = sqlx::query(&sql).bind(account_id).bind(value);
-            if let Some(b) = &bound {
-                q = q.bind(b.as_str());
-            }
-            q.fetch_one(&mut *tx).await?.try_get("n")?
+            let sql =
+                format!("SELECT COUNT(*) AS n FROM links l WHERE l.account_id = $1{conditions}");
+            bind_all(&sql, account_id, &binds)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("n")?
         };
-        // Page the narrow index first, then join the few rows that survive the offset.
-        let (lim_i, off_i) = if bound.is_some() {
-            (4, 5)
-        } else if filter.is_some() {
-            (3, 4)
+        // Byte order for short codes on both engines, whatever PostgreSQL's collation.
+        let code = if postgres {
+            "l.short_code COLLATE \"C\""
         } else {
-            (2, 3)
+            "l.short_code"
         };
+        let (extra, order) = match query.sort {
+            LinkSort::Newest => (String::new(), "l.created_at DESC, l.id DESC".to_owned()),
+            LinkSort::Oldest => (String::new(), "l.created_at ASC, l.id ASC".to_owned()),
+            LinkSort::ShortCode => (
+                String::new(),
+                format!("{code} ASC, l.created_at DESC, l.id DESC"),
+            ),
+            // All-time clicks: the sum of the link's per-day counters of one dimension (every click is counted
+            // once in each dimension).
+            LinkSort::Clicks => (
+                ", (SELECT COALESCE(SUM(c.clicks), 0) FROM link_click_counts c \
+                 WHERE c.link_id = l.id AND c.dimension = 'device') AS clicks"
+                    .to_owned(),
+                "l.clicks DESC, l.created_at DESC, l.id DESC".to_owned(),
+            ),
+        };
+        // The inner query orders by the column alias where the outer one reads it from `l`.
+        let inner_order = order.replace("l.clicks", "clicks");
+        let lim = binds.len() + 2;
+        // Page the narrow index first, then join the few rows that survive the offset.
         let sql = format!(
             "SELECT {LISTED_COLUMNS} \
-             FROM (SELECT id, short_code, long_url, domain_id, group_id, is_active, created_at, expires_at, \
-                          forward_query FROM links \
-                   WHERE account_id = $1{condition} ORDER BY created_at DESC, id DESC LIMIT ${lim_i} OFFSET ${off_i}) l \
-             JOIN domains d ON d.id = l.domain_id ORDER BY l.created_at DESC, l.id DESC"
+             FROM (SELECT l.id, l.short_code, l.long_url, l.domain_id, l.group_id, l.is_active, l.created_at, \
+                          l.expires_at, l.forward_query, l.title{extra} FROM links l \
+                   WHERE l.account_id = $1{conditions} ORDER BY {inner_order} LIMIT ${lim} OFFSET ${}) l \
+             JOIN domains d ON d.id = l.domain_id ORDER BY {order}",
+            lim + 1
         );
-        let mut q = sqlx::query(&sql).bind(account_id);
-        if let Some(v) = value {
-            q = q.bind(v);
-        }
-        if let Some(b) = &bound {
-            q = q.bind(b.as_str());
-        }
-        let rows = q
-            .bind(i64::from(limit))
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+        let rows = bind_all(&sql, account_id, &binds)
+            .bind(i64::from(query.limit))
+            .bind(i64::try_from(query.offset).unwrap_or(i64::MAX))
             .fetch_all(&mut *tx)
             .await?;
         tx.commit().await?;

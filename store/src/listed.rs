@@ -26,10 +26,19 @@ pub struct ListedLink {
     pub expires_at: Option<String>,
     /// Whether the edge appends the visitor's query string to the destination.
     pub forward_query: bool,
+    /// Its title; `None`: none.
+    pub title: Option<String>,
+    /// Its tags as the account spells them, sorted case-insensitively.
+    pub tags: Vec<String>,
 }
 
 /// The columns [`ListedLink::from_row`] reads, for a query over `links l JOIN domains d`.
-pub(crate) const LISTED_COLUMNS: &str = "l.id, l.short_code, l.long_url, d.host, l.group_id, l.is_active, l.created_at, l.expires_at, l.forward_query";
+/// The tags come as one string, joined by line breaks (which no tag can hold), in no particular order: sorted in
+/// Rust, so both engines sort alike whatever the database's collation.
+pub(crate) const LISTED_COLUMNS: &str = "l.id, l.short_code, l.long_url, d.host, l.group_id, l.is_active, \
+     l.created_at, l.expires_at, l.forward_query, l.title, \
+     (SELECT string_agg(t.name, '\n') FROM link_tags lt JOIN tags t ON t.id = lt.tag_id WHERE lt.link_id = l.id) \
+     AS tags";
 
 impl ListedLink {
     /// A link from a row with [`LISTED_COLUMNS`].
@@ -46,11 +55,13 @@ impl ListedLink {
                 .try_get::<Option<i64>, _>("expires_at")?
                 .map(|t| Micros(t).to_iso8601()),
             forward_query: r.try_get::<i64, _>("forward_query")? != 0,
+            title: r.try_get("title")?,
+            tags: tag_list(r.try_get("tags")?),
         })
     }
 
     /// The link as the API lists it (and as webhooks send it): `id`, `short_code`, `long_url`, `domain`,
-    /// `group_id`, `is_active`, `created_at`, `expires_at`, `forward_query`.
+    /// `group_id`, `is_active`, `created_at`, `expires_at`, `forward_query`, `title`, `tags`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
@@ -59,6 +70,25 @@ impl ListedLink {
     pub fn short_url(&self) -> String {
         short_url(&self.domain, &self.short_code)
     }
+}
+
+/// A link's tags from the joined column of [`LISTED_COLUMNS`], sorted case-insensitively.
+pub(crate) fn tag_list(joined: Option<String>) -> Vec<String> {
+    let mut tags: Vec<String> = joined
+        .as_deref()
+        .unwrap_or_default()
+        .split('\n')
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
+    crate::domain::sort_tag_names(&mut tags);
+    tags
+}
+
+/// What `q` searches for a link: its short code, destination and title, lowercase, joined by line breaks (`q`
+/// holds no control character, so it never matches across two of them). Written with every change of these.
+pub(crate) fn search_text(short_code: &str, long_url: &str, title: Option<&str>) -> String {
+    format!("{short_code}\n{long_url}\n{}", title.unwrap_or_default()).to_lowercase()
 }
 
 /// A link's public URL: always https, the only scheme the edge serves.

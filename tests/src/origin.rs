@@ -157,6 +157,13 @@ impl Database {
             Engine::Postgres => {
                 let admin = postgres_admin_url();
                 let schema = format!("e2e_{}_{n}", std::process::id());
+                // Migration 0011 creates pg_trgm where the search path points unless the database has it: in this
+                // schema it would go with it, and with it every other schema's trigram index. So it goes in
+                // `public` first (an error is another process doing the same at once).
+                let _ = psql(
+                    &admin,
+                    "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public",
+                );
                 psql(
                     &admin,
                     &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"),

@@ -209,6 +209,8 @@ pub(crate) async fn create(
         expires_at: None,
         forward_query: true,
         actor: user.actor(),
+        title: None,
+        tags: Vec::new(),
     };
     match state.db.create_link(&request).await {
         Ok(_) => {

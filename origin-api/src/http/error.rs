@@ -118,6 +118,18 @@ pub enum ErrorCode {
     InvalidMatch,
     /// 400: list links, bad `long_url`.
     InvalidLongUrl,
+    /// 400: list links, bad `q` (2 to 200 characters, no control characters).
+    InvalidQ,
+    /// 400: list links, bad `tag`.
+    InvalidTag,
+    /// 400: list links, `group_id` not a UUID.
+    InvalidGroupId,
+    /// 400: list links, `domain` not a hostname.
+    InvalidDomain,
+    /// 400: list links, `is_active` not `true` or `false`.
+    InvalidIsActive,
+    /// 400: list links, unknown `sort`.
+    InvalidSort,
     /// 400: the account's default group cannot be deleted.
     DefaultGroup,
     /// 400: a webhook endpoint's URL is refused (scheme, length, credentials, or a non-public host).
@@ -211,6 +223,12 @@ impl ApiError {
                     ListParam::Offset => ErrorCode::InvalidOffset,
                     ListParam::LongUrl => ErrorCode::InvalidLongUrl,
                     ListParam::Match => ErrorCode::InvalidMatch,
+                    ListParam::Q => ErrorCode::InvalidQ,
+                    ListParam::Tag => ErrorCode::InvalidTag,
+                    ListParam::GroupId => ErrorCode::InvalidGroupId,
+                    ListParam::Domain => ErrorCode::InvalidDomain,
+                    ListParam::IsActive => ErrorCode::InvalidIsActive,
+                    ListParam::Sort => ErrorCode::InvalidSort,
                 },
             ),
             Self::ShortCodeExists => (StatusCode::BAD_REQUEST, ErrorCode::ShortCodeExists),

@@ -1,4 +1,5 @@
-//! `/api/v1/external/links/{id}`: read, change (pause, resume, new destination, group, expiry, query forwarding)
+//! `/api/v1/external/links/{id}`: read, change (pause, resume, new destination, group, expiry, query forwarding,
+//! title, tags)
 //! and delete one of the account's links. Another account's id answers exactly like an unknown one (404).
 
 use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors, WriteLimitErrors};
@@ -12,7 +13,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Deserializer};
-use shortlink_store::domain::LongUrl;
+use shortlink_store::domain::{LongUrl, Tag, Title};
 use shortlink_store::{Actor, LinkPatch};
 use utoipa::ToSchema;
 
@@ -56,6 +57,14 @@ pub(crate) struct LinkPatchBody {
     /// Append the visitor's query string to the destination.
     #[serde(default)]
     forward_query: Option<bool>,
+    /// A title by create-link's rules; `null` or `""` removes it.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>)]
+    title: Option<Option<String>>,
+    /// Replaces the link's tags as a whole, by create-link's rules; `[]` removes them all (`null` is refused).
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<Vec<String>>)]
+    tags: Option<Option<Vec<String>>>,
 }
 
 /// One of the account's links, as listed.
@@ -127,6 +136,27 @@ pub(crate) async fn patch_link(
             .map(|e| e.as_deref().map(parse_expiry).transpose())
             .transpose()?,
         forward_query: body.forward_query,
+        title: body
+            .title
+            .map(|t| {
+                t.as_deref()
+                    .map(Title::parse)
+                    .transpose()
+                    .map(Option::flatten)
+            })
+            .transpose()
+            .map_err(|e| ApiError::Validation(e.0))?,
+        tags: match body.tags {
+            None => None,
+            Some(None) => {
+                return Err(ApiError::Validation(
+                    "tags must be a list of strings ([] removes every tag)".to_owned(),
+                ));
+            }
+            Some(Some(tags)) => {
+                Some(Tag::parse_list("tags", &tags).map_err(|e| ApiError::Validation(e.0))?)
+            }
+        },
     };
     let limit = state.limits.charge(&state.db, &caller).await?;
     let link = state

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use shortlink_store::domain::{ListQuery, LongUrl, Micros, ShortCode};
+use shortlink_store::domain::{ListQuery, LongUrl, Micros, ShortCode, Tag, Title};
 use shortlink_store::{Actor, AuthContext, CreateLink, Creator, DomainRow};
 use utoipa::ToSchema;
 
@@ -62,6 +62,16 @@ pub(crate) struct CreateLinkBody {
     /// clash). Absent or `null`: true.
     #[serde(default)]
     forward_query: Option<bool>,
+    /// A title, at most 200 characters once trimmed, no control characters; empty: none.
+    #[serde(default)]
+    #[schema(example = "Spring sale")]
+    title: Option<String>,
+    /// Tags: at most 10 once duplicates (compared case-insensitively) are merged, each 1 to 50 characters of
+    /// letters, digits, space, `_`, `-`, `.` and `:` once trimmed. A tag the account already has keeps its
+    /// spelling.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>, example = json!(["spring", "mail"]))]
+    tags: Option<Vec<String>>,
 }
 
 impl CreateLinkBody {
@@ -84,6 +94,15 @@ impl CreateLinkBody {
             expires_at: self.expires_at.as_deref().map(parse_expiry).transpose()?,
             forward_query: self.forward_query.unwrap_or(true),
             actor: Actor::ApiKey,
+            title: self
+                .title
+                .as_deref()
+                .map(Title::parse)
+                .transpose()
+                .map_err(|e| ApiError::Validation(e.0))?
+                .flatten(),
+            tags: Tag::parse_list("tags", self.tags.as_deref().unwrap_or_default())
+                .map_err(|e| ApiError::Validation(e.0))?,
         })
     }
 }
@@ -149,6 +168,10 @@ pub(crate) struct ListedLink {
     expires_at: Option<String>,
     /// Whether the visitor's query string is appended to the destination.
     forward_query: bool,
+    /// Its title; `null`: none.
+    title: Option<String>,
+    /// Its tags as the account spells them, sorted case-insensitively (`[]`: none).
+    tags: Vec<String>,
 }
 
 /// A domain usable as `domain_id` (spec 2, "Domain").
@@ -186,6 +209,56 @@ pub(crate) struct ListParams {
     /// `exact` (the default) or `startswith`; applies to `long_url`.
     #[param(rename = "match", inline)]
     r#match: Option<MatchParam>,
+    /// A case-insensitive substring of the short code, the destination or the title (literal: `%` and `_` are
+    /// ordinary characters); no control characters.
+    #[param(min_length = 2, max_length = 200)]
+    q: Option<String>,
+    /// Links carrying this tag (compared case-insensitively); repeatable, every one must match (at most 10
+    /// different). An unknown tag matches nothing.
+    #[param(style = Form, explode, inline, value_type = Option<Vec<String>>, max_items = 10)]
+    tag: Option<Vec<String>>,
+    /// Links of this group; another account's or an unknown group matches nothing.
+    #[param(format = Uuid)]
+    group_id: Option<String>,
+    /// Links served on this hostname.
+    #[param(max_length = 253, example = "go.example.com")]
+    domain: Option<String>,
+    /// `true`: redirecting links only; `false`: paused ones only.
+    #[param(inline)]
+    is_active: Option<BoolParam>,
+    /// `created_at` (the default: newest first), `-created_at` (oldest first), `short_code` or `clicks` (most
+    /// clicks of all time first); ties newest first.
+    #[param(inline)]
+    sort: Option<SortParam>,
+}
+
+/// `is_active` of list links (documentation of [`ListParams`]; never built).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub(crate) enum BoolParam {
+    /// Redirecting links.
+    True,
+    /// Paused links.
+    False,
+}
+
+/// `sort` of list links (documentation of [`ListParams`]; never built).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(crate) enum SortParam {
+    /// Newest first.
+    #[schema(rename = "created_at")]
+    CreatedAt,
+    /// Oldest first.
+    #[schema(rename = "-created_at")]
+    OldestFirst,
+    /// By short code.
+    #[schema(rename = "short_code")]
+    ShortCode,
+    /// Most clicks first.
+    #[schema(rename = "clicks")]
+    Clicks,
 }
 
 /// How `long_url` filters (documentation of [`ListParams`]; never built).
@@ -282,9 +355,9 @@ pub(crate) struct LinkList {
     results: Vec<shortlink_store::ListedLink>,
 }
 
-/// The account's links, newest first (`created_at`, then `id`), with an optional
-/// destination filter (spec 4.2). Unknown parameters are ignored; a known one given twice
-/// is refused with its `invalid_*` code.
+/// The account's links, newest first (`created_at`, then `id`) unless `sort` says otherwise, with the optional
+/// destination filter (spec 4.2) and our filters, all combinable: `total` counts every match. Unknown parameters
+/// are ignored; a known one given twice is refused with its `invalid_*` code, except `tag`, which is repeatable.
 #[utoipa::path(
     get,
     path = "/api/v1/external/links",
@@ -294,7 +367,8 @@ pub(crate) struct LinkList {
     security(("Token" = [])),
     responses(
         (status = 200, description = "One page of links", body = LinkList),
-        (status = 400, description = "`invalid_limit`, `invalid_offset`, `invalid_match` or `invalid_long_url`",
+        (status = 400, description = "`invalid_limit`, `invalid_offset`, `invalid_match`, `invalid_long_url`, \
+            `invalid_q`, `invalid_tag`, `invalid_group_id`, `invalid_domain`, `invalid_is_active` or `invalid_sort`",
             body = ErrorBody),
         AuthErrors,
         ServerErrors,
@@ -309,11 +383,7 @@ pub(crate) async fn list_links(
         param: e.param,
         detail: e.detail,
     })?;
-    let filter = q.filter.as_ref().map(|(v, m)| (v.as_str(), *m));
-    let page = state
-        .db
-        .list_links(&caller.account_id, q.limit, q.offset, filter)
-        .await?;
+    let page = state.db.search_links(&caller.account_id, &q).await?;
     Ok(Json(LinkList {
         offset: q.offset,
         limit: q.limit,

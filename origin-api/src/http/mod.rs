@@ -19,6 +19,7 @@ pub mod openapi;
 mod qr;
 mod state;
 mod stats;
+mod tags;
 mod webhooks;
 
 pub use client_ip::IpRateLimiter;
@@ -62,6 +63,7 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
             .merge(dynamic::router())
             .merge(stats::router())
             .merge(audit::router())
+            .merge(tags::router())
             .merge(webhooks::router())
             .merge(health::router())
             .merge(openapi::router());

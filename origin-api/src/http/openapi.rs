@@ -51,6 +51,9 @@ pub(crate) fn router() -> axum::Router<AppState> {
         super::stats::group_stats,
         super::stats::account_stats,
         super::audit::audit_log,
+        super::tags::list_tags,
+        super::tags::rename_tag,
+        super::tags::delete_tag,
         super::webhooks::list_webhooks,
         super::webhooks::create_webhook,
         super::webhooks::get_webhook,
@@ -68,6 +71,7 @@ pub(crate) fn router() -> axum::Router<AppState> {
     tags(
         (name = "links", description = "Persistent short links of the key's account"),
         (name = "groups", description = "Link groups of the key's account"),
+        (name = "tags", description = "Tags of the key's account's links"),
         (name = "dynamic", description = "Client-built dynamic links"),
         (name = "stats", description = "Click statistics of the key's whole account"),
         (name = "activity", description = "The activity log (audit trail) of the key's account"),

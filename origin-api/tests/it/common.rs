@@ -59,6 +59,22 @@ pub async fn postgres_exclusive() -> tokio::sync::OwnedRwLockWriteGuard<()> {
     postgres_gate().write_owned().await
 }
 
+/// Migration 0011 creates pg_trgm where the search path points unless the database has it already: in a test's own
+/// schema it would be dropped with that schema (taking every other test's trigram index with it), so the tests
+/// put it in `public` first, once per process. Errors are those of a concurrent process doing the same.
+async fn trigram_extension_in_public(conn: &mut sqlx::PgConnection) {
+    static DONE: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    DONE.get_or_init(|| async {
+        let _ = sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+            .execute(&mut *conn)
+            .await;
+        let _ = sqlx::query("ALTER EXTENSION pg_trgm SET SCHEMA public")
+            .execute(&mut *conn)
+            .await;
+    })
+    .await;
+}
+
 /// A fresh, migrated database that disappears with this value.
 pub struct TestDb {
     pub url: String,
@@ -123,6 +139,7 @@ impl TestDb {
                 let mut conn = sqlx::PgConnection::connect(&admin)
                     .await
                     .expect("PostgreSQL must be running for the postgres tests (see README)");
+                trigram_extension_in_public(&mut conn).await;
                 sqlx::query(&format!("CREATE SCHEMA {schema}"))
                     .execute(&mut conn)
                     .await

@@ -96,11 +96,16 @@ async fn made_up_invitations_cost_no_hash(engine: Engine) {
     app.stop().await;
 }
 
-/// With room for one argon2 computation, 30 sign-ins at once (each from its own address, so no throttle is
-/// involved) are either checked or told to come back with 429, `Retry-After` and a readable page: never queued
-/// without bound.
+/// With room for one argon2 computation and 50 ms of waiting for it, 30 sign-ins at once (each from its own
+/// address, so no throttle is involved) are either checked or told to come back with 429, `Retry-After` and a
+/// readable page: never queued without bound.
 async fn password_hashing_is_bounded(engine: Engine) {
-    let app = behind_proxy(engine, 1).await;
+    let app = TestApp::with_settings(TestDb::new(engine).await, |s| {
+        s.client_ip_header = Some("X-Forwarded-For".to_owned());
+        s.password_hash_concurrency = Some(1);
+        s.password_hash_wait = std::time::Duration::from_millis(50);
+    })
+    .await;
     let attempts = (0..30).map(|i| {
         let mut b = from(&app, &format!("203.0.113.{i}"));
         async move { b.sign_in(&email(), "not anybody's password").await }
@@ -113,7 +118,7 @@ async fn password_hashing_is_bounded(engine: Engine) {
     assert_eq!(count(&pages, StatusCode::UNAUTHORIZED) + busy.len(), 30);
     assert!(
         !busy.is_empty(),
-        "30 checks at ~0.3 s each, one at a time, 2 s of waiting"
+        "30 checks of ≥ 15 ms each, one at a time, 50 ms of waiting"
     );
     for page in busy {
         assert_eq!(retry_after(page), 1);

@@ -44,7 +44,9 @@ async fn pages_newest_first(engine: Engine) {
             "id",
             "is_active",
             "long_url",
-            "short_code"
+            "short_code",
+            "tags",
+            "title"
         ]
     );
     assert_eq!(first["short_code"], "code24");

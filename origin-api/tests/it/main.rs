@@ -29,6 +29,7 @@ mod outbox;
 mod process;
 mod publisher;
 mod rate_limit;
+mod tags;
 mod teams;
 mod tls;
 mod validate_dynamic;

@@ -17,6 +17,9 @@ const ENDPOINTS: &[(&str, &str, bool)] = &[
     ("/api/v1/external/groups/{id}/stats", "get", true),
     ("/api/v1/external/stats", "get", true),
     ("/api/v1/external/audit-log", "get", true),
+    ("/api/v1/external/tags", "get", true),
+    ("/api/v1/external/tags/{name}", "patch", true),
+    ("/api/v1/external/tags/{name}", "delete", true),
     ("/api/v1/external/links/{id}", "get", true),
     ("/api/v1/external/links/{id}", "patch", true),
     ("/api/v1/external/links/{id}", "delete", true),
@@ -266,7 +269,9 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
             "group_id",
             "domain_id",
             "expires_at",
-            "forward_query"
+            "forward_query",
+            "title",
+            "tags"
         ]
         .map(str::to_owned)
         .into()
@@ -283,7 +288,21 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
         .map(|p| (p["name"].as_str().unwrap().to_owned(), p["schema"].clone()))
         .collect();
     let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["limit", "offset", "long_url", "match"]);
+    assert_eq!(
+        names,
+        [
+            "limit",
+            "offset",
+            "long_url",
+            "match",
+            "q",
+            "tag",
+            "group_id",
+            "domain",
+            "is_active",
+            "sort"
+        ]
+    );
     assert_eq!(
         (
             params[0].1["minimum"].clone(),
@@ -292,6 +311,11 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
         (json!(1), json!(100))
     );
     assert_eq!(params[3].1["enum"], json!(["exact", "startswith"]));
+    assert_eq!(params[8].1["enum"], json!(["true", "false"]));
+    assert_eq!(
+        params[9].1["enum"],
+        json!(["created_at", "-created_at", "short_code", "clicks"])
+    );
     let id = &doc["paths"]["/api/v1/external/links/{id}/stats"]["get"]["parameters"][0];
     assert_eq!(
         (&id["name"], &id["in"], id["required"].as_bool()),

@@ -1,6 +1,13 @@
-//! The query of list-links (spec 4.2): page size, offset and the destination filter, each refused on its own.
+//! The query of list-links (spec 4.2): page size, offset, the destination filter, and our filters and sort
+//! (issue 24: `q`, `tag`, `group_id`, `domain`, `is_active`, `sort`), each refused on its own.
 
 use super::long_url::MAX_LEN as MAX_FILTER_LEN;
+use super::{Hostname, MAX_TAGS, Tag};
+
+/// Shortest `q`, in characters.
+pub const MIN_Q_CHARS: usize = 2;
+/// Longest `q`, in characters.
+pub const MAX_Q_CHARS: usize = 200;
 
 /// Default page size (spec 4.2).
 pub(crate) const DEFAULT_LIMIT: u32 = 20;
@@ -18,6 +25,20 @@ pub enum MatchMode {
     StartsWith,
 }
 
+/// The order of the list (`sort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinkSort {
+    /// `created_at`: newest first (the default, spec 4.2).
+    #[default]
+    Newest,
+    /// `-created_at`: oldest first.
+    Oldest,
+    /// `short_code`: by short code (byte order), then newest first.
+    ShortCode,
+    /// `clicks`: most clicks of all time first, then newest first.
+    Clicks,
+}
+
 /// The validated query of `GET /api/v1/external/links`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListQuery {
@@ -27,6 +48,45 @@ pub struct ListQuery {
     pub offset: u64,
     /// Destination filter and how it matches.
     pub filter: Option<(String, MatchMode)>,
+    /// `q`, lowercase: a substring of the short code, destination or title.
+    pub q: Option<String>,
+    /// `tag` (repeatable, merged case-insensitively): the links carry every one.
+    pub tags: Vec<Tag>,
+    /// `group_id`, normalised UUID.
+    pub group_id: Option<String>,
+    /// `domain`: the links served on that hostname.
+    pub domain: Option<Hostname>,
+    /// `is_active`.
+    pub is_active: Option<bool>,
+    /// `sort`.
+    pub sort: LinkSort,
+}
+
+impl ListQuery {
+    /// A page with no filter, newest first.
+    pub fn page(limit: u32, offset: u64) -> Self {
+        Self {
+            limit,
+            offset,
+            filter: None,
+            q: None,
+            tags: Vec::new(),
+            group_id: None,
+            domain: None,
+            is_active: None,
+            sort: LinkSort::Newest,
+        }
+    }
+
+    /// True when any filter is set (the total is then counted, not read from the account's counter).
+    pub fn is_filtered(&self) -> bool {
+        self.filter.is_some()
+            || self.q.is_some()
+            || !self.tags.is_empty()
+            || self.group_id.is_some()
+            || self.domain.is_some()
+            || self.is_active.is_some()
+    }
 }
 
 /// A parameter of list-links; each has its own error code (README "list links errors").
@@ -40,6 +100,18 @@ pub enum ListParam {
     LongUrl,
     /// `match`.
     Match,
+    /// `q`.
+    Q,
+    /// `tag`.
+    Tag,
+    /// `group_id`.
+    GroupId,
+    /// `domain`.
+    Domain,
+    /// `is_active`.
+    IsActive,
+    /// `sort`.
+    Sort,
 }
 
 /// A refused query parameter and why.
@@ -135,12 +207,35 @@ impl ListQuery {
     /// a known parameter given twice is refused, since we could not tell which one was meant.
     pub fn parse(raw: Option<&str>) -> Result<Self, ListQueryError> {
         let (mut limit, mut offset, mut long_url, mut mode) = (None, None, None, None);
+        let (mut q, mut group_id, mut domain, mut is_active, mut sort) =
+            (None, None, None, None, None);
+        let mut tags: Vec<Tag> = Vec::new();
         for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
             let (slot, param) = match k.as_ref() {
                 "limit" => (&mut limit, ListParam::Limit),
                 "offset" => (&mut offset, ListParam::Offset),
                 "long_url" => (&mut long_url, ListParam::LongUrl),
                 "match" => (&mut mode, ListParam::Match),
+                "q" => (&mut q, ListParam::Q),
+                "group_id" => (&mut group_id, ListParam::GroupId),
+                "domain" => (&mut domain, ListParam::Domain),
+                "is_active" => (&mut is_active, ListParam::IsActive),
+                "sort" => (&mut sort, ListParam::Sort),
+                // Repeatable by contract: every tag must match.
+                "tag" => {
+                    let tag =
+                        Tag::parse(&v).map_err(|e| err(ListParam::Tag, format!("tag: {e}")))?;
+                    if !tags.iter().any(|t| t.key() == tag.key()) {
+                        tags.push(tag);
+                    }
+                    if tags.len() > MAX_TAGS {
+                        return Err(err(
+                            ListParam::Tag,
+                            format!("at most {MAX_TAGS} different tag parameters"),
+                        ));
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             if slot.replace(v.into_owned()).is_some() {
@@ -164,10 +259,61 @@ impl ListQuery {
             }
             Some(v) => Some((v, mode)),
         };
+        let q = q
+            .map(|v| {
+                let n = v.chars().count();
+                if !(MIN_Q_CHARS..=MAX_Q_CHARS).contains(&n) {
+                    Err(err(
+                        ListParam::Q,
+                        format!("q must be {MIN_Q_CHARS} to {MAX_Q_CHARS} characters"),
+                    ))
+                } else if v.chars().any(char::is_control) {
+                    Err(err(ListParam::Q, "q must not contain control characters"))
+                } else {
+                    Ok(v.to_lowercase())
+                }
+            })
+            .transpose()?;
+        let group_id = group_id
+            .map(|v| {
+                uuid::Uuid::try_parse(&v)
+                    .map(|u| u.hyphenated().to_string())
+                    .map_err(|_| err(ListParam::GroupId, "group_id must be a UUID"))
+            })
+            .transpose()?;
+        let domain = domain
+            .map(|v| {
+                Hostname::parse(&v).map_err(|e| err(ListParam::Domain, format!("domain: {e}")))
+            })
+            .transpose()?;
+        let is_active = match is_active.as_deref() {
+            None => None,
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            Some(_) => return Err(err(ListParam::IsActive, "is_active must be true or false")),
+        };
+        let sort = match sort.as_deref() {
+            None | Some("created_at") => LinkSort::Newest,
+            Some("-created_at") => LinkSort::Oldest,
+            Some("short_code") => LinkSort::ShortCode,
+            Some("clicks") => LinkSort::Clicks,
+            Some(_) => {
+                return Err(err(
+                    ListParam::Sort,
+                    "sort must be created_at, -created_at, short_code or clicks",
+                ));
+            }
+        };
         Ok(Self {
             limit,
             offset,
             filter,
+            q,
+            tags,
+            group_id,
+            domain,
+            is_active,
+            sort,
         })
     }
 }
@@ -277,6 +423,55 @@ mod tests {
             f,
             Some(("https://a.com/%_".to_owned(), MatchMode::StartsWith))
         );
+    }
+
+    #[test]
+    fn our_filters() {
+        let p = q("q=Spring%20SALE&tag=News&tag=news&tag=Promo&group_id=5A1F5E2C-0D5B-4C8E-9F00-0123456789AB\
+                   &domain=Go.Example.com&is_active=false&sort=clicks")
+        .unwrap();
+        assert_eq!(p.q.as_deref(), Some("spring sale"));
+        let tags: Vec<&str> = p.tags.iter().map(Tag::name).collect();
+        assert_eq!(tags, ["News", "Promo"]);
+        assert_eq!(
+            p.group_id.as_deref(),
+            Some("5a1f5e2c-0d5b-4c8e-9f00-0123456789ab")
+        );
+        assert_eq!(p.domain.unwrap().as_str(), "go.example.com");
+        assert_eq!((p.is_active, p.sort), (Some(false), LinkSort::Clicks));
+        assert!(q("sort=-created_at").unwrap().sort == LinkSort::Oldest);
+        assert!(q("sort=short_code").unwrap().sort == LinkSort::ShortCode);
+        assert!(q("sort=created_at").unwrap().sort == LinkSort::Newest);
+        assert!(!ListQuery::parse(None).unwrap().is_filtered());
+        let max_q = format!("q={}", "é".repeat(200));
+        assert!(q(&max_q).is_ok());
+        let cases = [
+            ("q=a", ListParam::Q),
+            ("q=", ListParam::Q),
+            ("q=ab&q=cd", ListParam::Q),
+            ("q=a%0Ab", ListParam::Q),
+            ("tag=a%2Fb", ListParam::Tag),
+            ("tag=", ListParam::Tag),
+            ("group_id=nope", ListParam::GroupId),
+            ("group_id=", ListParam::GroupId),
+            ("domain=not_a_host", ListParam::Domain),
+            ("domain=localhost", ListParam::Domain),
+            ("is_active=1", ListParam::IsActive),
+            ("is_active=TRUE", ListParam::IsActive),
+            ("is_active=true&is_active=true", ListParam::IsActive),
+            ("sort=clicks&sort=clicks", ListParam::Sort),
+            ("sort=-clicks", ListParam::Sort),
+            ("sort=", ListParam::Sort),
+        ];
+        for (bad, param) in cases {
+            assert_eq!(q(bad).unwrap_err().param, param, "{bad}");
+        }
+        assert_eq!(
+            q(&format!("q={}", "a".repeat(201))).unwrap_err().param,
+            ListParam::Q
+        );
+        let eleven: Vec<String> = (0..11).map(|i| format!("tag=t{i}")).collect();
+        assert_eq!(q(&eleven.join("&")).unwrap_err().param, ListParam::Tag);
     }
 
     #[test]

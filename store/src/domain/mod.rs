@@ -12,6 +12,7 @@ mod role;
 mod settings;
 mod short_code;
 mod stats_query;
+mod tag;
 mod timestamp;
 
 pub use api_key::{ApiKey, ApiKeyHash, KeyFormatError};
@@ -19,7 +20,8 @@ pub use click_batch_id::ClickBatchId;
 pub use day::{Day, MAX_DAY, MIN_DAY};
 pub use host::Hostname;
 pub use list_query::{
-    ListParam, ListQuery, ListQueryError, MatchMode, PageQuery, prefix_upper_bound,
+    LinkSort, ListParam, ListQuery, ListQueryError, MAX_Q_CHARS, MIN_Q_CHARS, MatchMode, PageQuery,
+    prefix_upper_bound,
 };
 pub use long_url::LongUrl;
 pub use password::{MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Password, SecretToken};
@@ -27,6 +29,7 @@ pub use role::{Permission, Role};
 pub use settings::GroupSettings;
 pub use short_code::{ShortCode, generate as generate_short_code};
 pub use stats_query::{DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, StatsFormat, StatsQuery};
+pub use tag::{MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Tag, Title, sort_tag_names};
 pub use timestamp::Micros;
 
 /// Why a value was refused; the message is safe to show to the API client.
