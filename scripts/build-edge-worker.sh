@@ -33,6 +33,9 @@ features=(--enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-
 "$WASM_OPT_BIN" build/index_bg.wasm "${features[@]}" --print-function-map --strip-debug \
   -o build/index_bg.stripped.wasm >build/functions.txt
 mv build/index_bg.stripped.wasm build/index_bg.wasm
+# The imports' names, `__wbg_<function>_<16-digit hash>` twice each (the wasm and the bundle's imports object), become
+# short ones: about 4 KB less JavaScript and 5.5 KB less wasm for a new isolate to parse (scripts/shorten-wasm-imports.mjs).
+node "$root/scripts/shorten-wasm-imports.mjs" build/index.js build/index_bg.wasm
 # The bundle must be ours: worker-build's entry is the only source of Proxies in it.
 if grep -q "new Proxy" build/index.js; then
   echo "build-edge-worker: build/index.js has worker-build's entry, not edge-worker/js/entry.js" >&2
