@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Webhook delivery figures (BENCHMARKS.md, "Webhooks"): the real origin (debug build, as the e2e tests run it) on
+# Webhook delivery figures (BENCHMARKS.md, "Webhooks"): the real origin (a release build; PROFILE=debug for the e2e tests' build) on
 # SQLite and on PostgreSQL (TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test), receivers on
 # loopback in the test process. Prints a table:
 #   1. link.created latency, 201 → receiver (p50/p99), 320 links at 10/s;
@@ -13,8 +13,16 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-cargo build -q -p origin-api
+# The origin as it is deployed: a release build (PROFILE=debug measures the build the e2e tests run).
+profile=${PROFILE:-release}
+if [ "$profile" = release ]; then
+  cargo build -q --release -p origin-api
+else
+  cargo build -q -p origin-api
+fi
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+echo "origin: $profile build"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
-SHORTLINK_ORIGIN_SKIP_BUILD=1 \
+SHORTLINK_ORIGIN_BIN="$target_dir/$profile/origin-api" \
   cargo test -q -p e2e --test bench_webhooks -- --ignored --nocapture --test-threads=1

@@ -159,9 +159,15 @@ impl shortlink_dashboard::WebhookTester for WebhookHandle {
     }
 }
 
-/// Sends one delivery and records the attempt; returns its endpoint (to free its place). A failed record is
-/// logged: the lease runs out and the delivery is sent again (at least once).
-async fn deliver(db: Db, sender: Sender, settings: WebhookSettings, due: DueDelivery) -> String {
+/// What one attempt came to, for the loop to record with the others that ended in the same round.
+struct Finished {
+    due: DueDelivery,
+    outcome: Attempted,
+    retry: Option<Duration>,
+}
+
+/// Sends one delivery; the loop records the attempt.
+async fn deliver(sender: Sender, settings: WebhookSettings, due: DueDelivery) -> Finished {
     let outcome = send(&sender, &due).await;
     // Pings are sent once; everything else follows the schedule.
     let retry = if due.is_ping() {
@@ -181,11 +187,32 @@ async fn deliver(db: Db, sender: Sender, settings: WebhookSettings, due: DueDeli
     metrics::counter!("webhook_attempts_total",
         "result" => if outcome.success { "success" } else { "failure" })
     .increment(1);
-    if let Err(e) = db.record_webhook_attempt(&due, &outcome, retry).await {
-        tracing::warn!(endpoint = %due.endpoint_id, event = %due.event_id, error = %e,
-            "recording a webhook attempt failed; it will be sent again after its lease");
+    Finished {
+        due,
+        outcome,
+        retry,
     }
-    due.endpoint_id
+}
+
+/// Records the attempts that ended, in one transaction, and frees their places. A failed record is logged: the
+/// leases run out and the deliveries are sent again (at least once).
+async fn record(db: &Db, finished: Vec<Finished>, in_flight: &mut HashMap<String, usize>) {
+    let batch: Vec<(&DueDelivery, &Attempted, Option<Duration>)> = finished
+        .iter()
+        .map(|f| (&f.due, &f.outcome, f.retry))
+        .collect();
+    if let Err(e) = db.record_webhook_attempts(&batch).await {
+        tracing::warn!(attempts = batch.len(), error = %e,
+            "recording webhook attempts failed; they will be sent again after their lease");
+    }
+    for f in &finished {
+        if let Some(n) = in_flight.get_mut(&f.due.endpoint_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                in_flight.remove(&f.due.endpoint_id);
+            }
+        }
+    }
 }
 
 /// Runs the loop until `stopped` turns true, then lets the attempts in flight finish (each within its timeout).
@@ -196,7 +223,7 @@ pub async fn run(
     mut stopped: watch::Receiver<bool>,
 ) {
     let sender = Sender::with_timeout(settings.allow_private, settings.timeout);
-    let mut tasks: JoinSet<String> = JoinSet::new();
+    let mut tasks: JoinSet<Finished> = JoinSet::new();
     let mut in_flight: HashMap<String, usize> = HashMap::new();
     let mut failing = false;
     let mut next_sweep = tokio::time::Instant::now() + STRANDED_SWEEP;
@@ -224,7 +251,7 @@ pub async fn run(
                     failing = false;
                     for d in due {
                         *in_flight.entry(d.endpoint_id.clone()).or_default() += 1;
-                        tasks.spawn(deliver(db.clone(), sender.clone(), settings, d));
+                        tasks.spawn(deliver(sender.clone(), settings, d));
                     }
                 }
                 Err(e) => {
@@ -236,23 +263,26 @@ pub async fn run(
                 }
             }
         }
-        tokio::select! {
-            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
-                if let Ok(endpoint) = done {
-                    if let Some(n) = in_flight.get_mut(&endpoint) {
-                        *n = n.saturating_sub(1);
-                        if *n == 0 {
-                            in_flight.remove(&endpoint);
-                        }
-                    }
-                }
-            }
-            () = wake.notified() => {}
-            () = tokio::time::sleep(settings.poll_interval) => {}
+        let ended = tokio::select! {
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => Some(done),
+            () = wake.notified() => None,
+            () = tokio::time::sleep(settings.poll_interval) => None,
             _ = stopped.wait_for(|s| *s) => break,
+        };
+        if let Some(done) = ended {
+            // This one and every other that has ended meanwhile, recorded together.
+            let mut finished: Vec<Finished> = done.into_iter().collect();
+            while let Some(more) = tasks.try_join_next() {
+                finished.extend(more);
+            }
+            record(&db, finished, &mut in_flight).await;
         }
     }
-    while tasks.join_next().await.is_some() {}
+    let mut finished = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        finished.extend(done);
+    }
+    record(&db, finished, &mut in_flight).await;
 }
 
 #[cfg(test)]

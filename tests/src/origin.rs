@@ -39,10 +39,14 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// The `origin-api` binary, built once per process.
+/// The `origin-api` binary, built once per process; `SHORTLINK_ORIGIN_BIN` names another (the benchmarks run a
+/// release build).
 pub fn origin_binary() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let result = BUILT.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("SHORTLINK_ORIGIN_BIN") {
+            return Ok(PathBuf::from(bin));
+        }
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| root().join("target"));

@@ -1,7 +1,7 @@
 //! Measurements of webhook delivery (not a test: `#[ignore]`, run by `scripts/bench-webhooks.sh`), issue 27's
-//! "Speed": the real origin as a process (`origin-api serve --webhooks-allow-private`, debug build as the e2e tests
-//! run it, `--write-limit-per-minute 1000000` so the load is not refused), receivers on loopback in this process,
-//! on SQLite and PostgreSQL (a fresh database and origin for each part).
+//! "Speed": the real origin as a process (`origin-api serve --webhooks-allow-private`, a release build unless the
+//! script is told otherwise, `--write-limit-per-minute 1000000` so the load is not refused), receivers on loopback
+//! in this process, on SQLite and PostgreSQL (a fresh database and origin for each part).
 //!
 //! 1. `link.created` latency: 320 links created at a steady 10/s through 4 API keys (create-link allows 100 per key
 //!    and hour), each account with one endpoint on a receiver that answers `200` at once; the time from each

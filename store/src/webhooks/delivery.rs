@@ -153,6 +153,97 @@ fn due_from_row(r: &sqlx::any::AnyRow, claim: &str) -> Result<DueDelivery, sqlx:
     })
 }
 
+/// One attempt's rows (see [`Db::record_webhook_attempt`]) in the caller's transaction.
+async fn record_in(
+    tx: &mut sqlx::AnyConnection,
+    due: &DueDelivery,
+    outcome: &Attempted,
+    retry_in: Option<Duration>,
+    now: Micros,
+) -> Result<(), StoreError> {
+    let error = outcome.failure();
+    sqlx::query(
+            "INSERT INTO webhook_attempts (endpoint_id, event_id, event_type, attempt, at, status_code, \
+             duration_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&due.endpoint_id)
+        .bind(&due.event_id)
+        .bind(&due.event_type)
+        .bind(i64::from(due.attempt))
+        .bind(now.0)
+        .bind(outcome.status_code.map(i64::from))
+        .bind(i64::try_from(outcome.duration_ms).unwrap_or(i64::MAX))
+        .bind(error.as_deref())
+        .execute(&mut *tx)
+        .await?;
+    let (state, next) = match (outcome.success, retry_in) {
+        (true, _) => ("succeeded", now.0),
+        (false, Some(wait)) => ("pending", now.0.saturating_add(micros(wait))),
+        (false, None) => ("failed", now.0),
+    };
+    let ended = sqlx::query(
+            "UPDATE webhook_deliveries SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, \
+             claimed_by = NULL, claimed_until = NULL WHERE id = $1 AND claimed_by = $2 RETURNING ordering_key",
+        )
+        .bind(due.delivery_id)
+        .bind(&due.claim)
+        .bind(state)
+        .bind(i64::from(due.attempt))
+        .bind(next)
+        .bind(error.as_deref())
+        .fetch_optional(&mut *tx)
+        .await?;
+    // The head of its key's queue has ended: the next waiting delivery of the key becomes the head.
+    if let (Some(row), false) = (ended, state == "pending") {
+        let key: String = row.try_get("ordering_key")?;
+        promote_next(tx, &due.endpoint_id, &key).await?;
+    }
+    if !due.is_ping() {
+        match &error {
+            None => {
+                sqlx::query(
+                        "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
+                    )
+                    .bind(&due.endpoint_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Some(error) => {
+                let since = sqlx::query(
+                    "UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) \
+                         WHERE id = $1 AND enabled = 1 RETURNING failing_since",
+                )
+                .bind(&due.endpoint_id)
+                .bind(now.0)
+                .fetch_optional(&mut *tx)
+                .await?
+                .map(|r| r.try_get::<i64, _>("failing_since"))
+                .transpose()?;
+                if let Some(since) = since.filter(|s| now.0 - s >= micros(DISABLE_AFTER)) {
+                    let reason = format!(
+                        "failing continuously since {}; last error: {error}",
+                        Micros(since).to_iso8601()
+                    );
+                    sqlx::query(
+                            "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $2 WHERE id = $1",
+                        )
+                        .bind(&due.endpoint_id)
+                        .bind(&reason)
+                        .execute(&mut *tx)
+                        .await?;
+                    drop_pending(
+                        tx,
+                        &due.endpoint_id,
+                        &format!("endpoint disabled: {reason}"),
+                    )
+                    .await?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Db {
     /// Claims up to `limit` due deliveries for `lease` under a fresh claim token, oldest due first, at most
     /// `per_endpoint` in flight per endpoint counting `in_flight` (the caller's own deliveries still being sent, by
@@ -295,87 +386,28 @@ impl Db {
         outcome: &Attempted,
         retry_in: Option<Duration>,
     ) -> Result<(), StoreError> {
-        let now = Micros::now();
-        let error = outcome.failure();
-        let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "INSERT INTO webhook_attempts (endpoint_id, event_id, event_type, attempt, at, status_code, \
-             duration_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&due.endpoint_id)
-        .bind(&due.event_id)
-        .bind(&due.event_type)
-        .bind(i64::from(due.attempt))
-        .bind(now.0)
-        .bind(outcome.status_code.map(i64::from))
-        .bind(i64::try_from(outcome.duration_ms).unwrap_or(i64::MAX))
-        .bind(error.as_deref())
-        .execute(&mut *tx)
-        .await?;
-        let (state, next) = match (outcome.success, retry_in) {
-            (true, _) => ("succeeded", now.0),
-            (false, Some(wait)) => ("pending", now.0.saturating_add(micros(wait))),
-            (false, None) => ("failed", now.0),
-        };
-        let ended = sqlx::query(
-            "UPDATE webhook_deliveries SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, \
-             claimed_by = NULL, claimed_until = NULL WHERE id = $1 AND claimed_by = $2 RETURNING ordering_key",
-        )
-        .bind(due.delivery_id)
-        .bind(&due.claim)
-        .bind(state)
-        .bind(i64::from(due.attempt))
-        .bind(next)
-        .bind(error.as_deref())
-        .fetch_optional(&mut *tx)
-        .await?;
-        // The head of its key's queue has ended: the next waiting delivery of the key becomes the head.
-        if let (Some(row), false) = (ended, state == "pending") {
-            let key: String = row.try_get("ordering_key")?;
-            promote_next(&mut tx, &due.endpoint_id, &key).await?;
+        self.record_webhook_attempts(&[(due, outcome, retry_in)])
+            .await
+    }
+
+    /// Records several attempts as [`Db::record_webhook_attempt`] does one, in one transaction: the delivery loop
+    /// records what has finished since its last round together, so a busy endpoint costs one write transaction
+    /// per round rather than one per delivery.
+    pub async fn record_webhook_attempts(
+        &self,
+        attempts: &[(&DueDelivery, &Attempted, Option<Duration>)],
+    ) -> Result<(), StoreError> {
+        if attempts.is_empty() {
+            return Ok(());
         }
-        if !due.is_ping() {
-            match &error {
-                None => {
-                    sqlx::query(
-                        "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
-                    )
-                    .bind(&due.endpoint_id)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                Some(error) => {
-                    let since = sqlx::query(
-                        "UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) \
-                         WHERE id = $1 AND enabled = 1 RETURNING failing_since",
-                    )
-                    .bind(&due.endpoint_id)
-                    .bind(now.0)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .map(|r| r.try_get::<i64, _>("failing_since"))
-                    .transpose()?;
-                    if let Some(since) = since.filter(|s| now.0 - s >= micros(DISABLE_AFTER)) {
-                        let reason = format!(
-                            "failing continuously since {}; last error: {error}",
-                            Micros(since).to_iso8601()
-                        );
-                        sqlx::query(
-                            "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $2 WHERE id = $1",
-                        )
-                        .bind(&due.endpoint_id)
-                        .bind(&reason)
-                        .execute(&mut *tx)
-                        .await?;
-                        drop_pending(
-                            &mut tx,
-                            &due.endpoint_id,
-                            &format!("endpoint disabled: {reason}"),
-                        )
-                        .await?;
-                    }
-                }
-            }
+        let now = Micros::now();
+        // In id order, as new events lock the heads they queue behind (`emit::heads`): never a deadlock.
+        let mut ordered: Vec<&(&DueDelivery, &Attempted, Option<Duration>)> =
+            attempts.iter().collect();
+        ordered.sort_by_key(|(due, _, _)| due.delivery_id);
+        let mut tx = self.begin_write().await?;
+        for (due, outcome, retry_in) in ordered {
+            record_in(&mut tx, due, outcome, *retry_in, now).await?;
         }
         tx.commit().await?;
         Ok(())

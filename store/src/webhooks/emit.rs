@@ -165,17 +165,18 @@ pub(crate) async fn write_events(
 }
 
 /// The (endpoint, key) queues among `deliveries` that have a head already (a pending delivery not waiting). On
-/// PostgreSQL the heads are locked until the change commits: a head ending at the same time (its attempt
-/// recorded, which promotes the next waiting row of its key) either commits first, and is then no longer a head
-/// here, or waits for this change and then sees its rows; so no new row is left waiting behind a head that has
-/// gone. (SQLite runs one write transaction at a time.)
+/// PostgreSQL the heads are locked until the change commits, in id order (as the delivery loop ends them, so the
+/// two never deadlock). A head that ends while this waits for its lock is no longer one when the lock comes, and
+/// the next of its key, promoted in that same transaction, was not a head when this statement began: so the
+/// read is repeated, each time with a fresh view, until it finds and holds the same heads twice. Then every head
+/// this change queues behind is held, none can end before the change commits, and the change's new rows are seen
+/// by whichever transaction ends that head next. (SQLite runs one write transaction at a time.)
 pub(crate) async fn heads(
     conn: &mut AnyConnection,
     deliveries: &[(&str, &str, &str)],
 ) -> Result<HashSet<(String, String)>, StoreError> {
-    let mut found = HashSet::new();
     if deliveries.is_empty() {
-        return Ok(found);
+        return Ok(HashSet::new());
     }
     let mut endpoints: Vec<&str> = deliveries.iter().map(|d| d.0).collect();
     endpoints.sort_unstable();
@@ -183,14 +184,39 @@ pub(crate) async fn heads(
     let mut keys: Vec<&str> = deliveries.iter().map(|d| d.2).collect();
     keys.sort_unstable();
     keys.dedup();
-    let lock = if is_postgres(conn) {
+    let postgres = is_postgres(conn);
+    let lock = if postgres {
         " ORDER BY id FOR UPDATE"
     } else {
         ""
     };
+    let mut found = read_heads(conn, &endpoints, &keys, lock).await?;
+    // Bounded: each round that differs means a head ended meanwhile; a busy key cannot keep that up for long,
+    // and after the last round the heads it holds are still correct for the rows it saw.
+    for _ in 0..8 {
+        if !postgres {
+            break;
+        }
+        let again = read_heads(conn, &endpoints, &keys, lock).await?;
+        if again == found {
+            break;
+        }
+        found = again;
+    }
+    Ok(found)
+}
+
+/// One read of [`heads`].
+async fn read_heads(
+    conn: &mut AnyConnection,
+    endpoints: &[&str],
+    keys: &[&str],
+    lock: &str,
+) -> Result<HashSet<(String, String)>, StoreError> {
+    let mut found = HashSet::new();
     // At most 20 endpoints an account (and a batch is one account's, or a few accounts' for click reports).
-    for (endpoint_list, endpoint_binds) in in_lists(&endpoints, 1) {
-        for (key_list, key_binds) in in_lists(&keys, 1 + endpoint_binds.len()) {
+    for (endpoint_list, endpoint_binds) in in_lists(endpoints, 1) {
+        for (key_list, key_binds) in in_lists(keys, 1 + endpoint_binds.len()) {
             let sql = format!(
                 "SELECT endpoint_id, ordering_key FROM webhook_deliveries WHERE state = 'pending' AND waiting = 0 \
                  AND endpoint_id IN ({endpoint_list}) AND ordering_key IN ({key_list}){lock}"
