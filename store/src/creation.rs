@@ -7,10 +7,10 @@ use crate::audit::{self, Action, Actor};
 use crate::domain::{LongUrl, Micros, ShortCode, Tag, Title};
 use crate::error::StoreError;
 use crate::ids::new_id;
+use crate::link_tags;
 use crate::listed::{search_text, short_url};
 use crate::outbox;
 use crate::rate_limit::{RateLimitState, RateWindow};
-use crate::tags;
 use crate::webhooks::{self, EventType};
 use sqlx::{AnyConnection, Row};
 
@@ -155,7 +155,7 @@ pub(crate) async fn insert_link(
         r => r?,
     };
     if !req.tags.is_empty() {
-        tags::set_link_tags(conn, &req.account_id, &id, &req.tags).await?;
+        link_tags::set_link_tags(conn, &req.account_id, &id, &req.tags).await?;
     }
     let state = limit.after_use(RateWindow::CREATIONS, now);
     let link = CreatedLink {

@@ -26,6 +26,7 @@ mod groups;
 mod ids;
 mod keys;
 mod link_edits;
+mod link_tags;
 mod link_writer;
 mod links;
 mod listed;

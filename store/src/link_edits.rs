@@ -9,12 +9,12 @@
 use crate::audit::{self, Action, Actor};
 use crate::domain::{LongUrl, Micros, Tag, Title};
 use crate::error::{Entity, StoreError};
+use crate::link_tags::set_link_tags;
 use crate::links::get_link_in;
 use crate::listed::{ListedLink, search_text, tag_list};
 use crate::outbox;
 use crate::pool::Db;
 use crate::rate_limit::RateWindow;
-use crate::tags::set_link_tags;
 use crate::webhooks::EventType;
 use crate::webhooks::emit::emit;
 use sqlx::{AnyConnection, Row};
