@@ -95,9 +95,21 @@ args=(
 )
 [[ -n "$SEED" ]] && args+=(--seed "$SEED")
 
-status=0
 # From the temp dir: schemathesis keeps a crash cache (.schemathesis/) in its working directory.
-(cd "$WORK" && schemathesis "${args[@]}") || status=$?
+run_schemathesis() {
+    status=0
+    (cd "$WORK" && schemathesis "${args[@]}") >"$WORK/run.log" 2>&1 || status=$?
+    cat "$WORK/run.log"
+}
+run_schemathesis
+# schemathesis 4.32.5 sometimes crashes inside its own coverage phase (a KeyError in its generator, a "Runtime
+# Error" in its summary) while every test case passed. That is the tool failing, not the API: run once more, and
+# let that run decide. Any failed check, or a second crash, still fails.
+if ((status != 0)) && grep -q "Runtime Error" "$WORK/run.log" &&
+    grep -Eq '([0-9]+) generated, \1 passed' "$WORK/run.log" && [[ -z "$SEED" ]]; then
+    echo "schemathesis.sh: schemathesis crashed with every case passing; running it once more" >&2
+    run_schemathesis
+fi
 # Evidence that the success paths ran, not only the refusals.
 curl -fsS "$BASE/api/v1/external/links?limit=1" -H "Authorization: Token $KEY" |
     python3 -c 'import json,sys; print("schemathesis.sh: links created during the run:", json.load(sys.stdin)["total"])'
