@@ -1,12 +1,14 @@
-//! The webhook delivery loop: every `serve` process runs one. It claims due deliveries from the store (under a
+//! The webhook delivery loop: every `serve` process runs one. A companion task fans committed events out into
+//! deliveries ([`shortlink_store::Db::fan_out_webhook_events`]) as soon as a commit wakes it, and wakes the loop.
+//! The loop claims due deliveries from the store (under a
 //! lease, so two processes never send the same attempt at once: [`shortlink_store::DueDelivery`]), sends each
 //! with [`webhook_sender::Sender`] (signed, Standard Webhooks headers, 10 s timeout, public addresses only unless
 //! `--webhooks-allow-private`), and records each attempt with the next retry from [`webhook_sender::retry_delay`].
 //!
 //! It is off every request path: handlers only commit events (the outbox) and poke [`WebhookHandle::wake`]; a slow
 //! or dead receiver holds one of this loop's [`CONCURRENCY`] places for at most its timeout, and at most
-//! [`PER_ENDPOINT`] of them (one while it is failing). It wakes on commits, when a delivery ends (the next event of the same link may now be
-//! due) and every [`WebhookSettings::poll_interval`] (retries coming due, changes made by other processes).
+//! [`PER_ENDPOINT`] of them (one while it is failing). It wakes after each fan-out, when a delivery ends (the next event of the
+//! same link may now be due) and every [`WebhookSettings::poll_interval`] (retries coming due, changes made by other processes).
 
 use shortlink_store::{Attempted, Db, DueDelivery, StoreError};
 use std::collections::HashMap;
@@ -28,6 +30,8 @@ const STRANDED_SWEEP: Duration = Duration::from_secs(60);
 /// How long a claim lasts beyond the attempt's own timeout: a process that dies mid-delivery leaves its rows to be
 /// claimed again after this.
 const LEASE_MARGIN: Duration = Duration::from_secs(50);
+/// Events fanned out into deliveries per transaction.
+const FAN_OUT_BATCH: usize = 256;
 /// How often the loop looks for due deliveries when nothing wakes it.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// The test ping's timeout: the answer carries its outcome, so it must come within the API's 10 s request bound.
@@ -215,6 +219,47 @@ async fn record(db: &Db, finished: Vec<Finished>, in_flight: &mut HashMap<String
     }
 }
 
+/// Fans committed events out into deliveries whenever `wake` (a commit) or the poll says so, then wakes the
+/// delivery loop (`deliver`), until `stopped`. A failure is logged once per outage; the events wait, committed.
+async fn fan_out(
+    db: Db,
+    poll: Duration,
+    wake: Arc<Notify>,
+    deliver: Arc<Notify>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut failing = false;
+    loop {
+        loop {
+            match db.fan_out_webhook_events(FAN_OUT_BATCH).await {
+                Ok(n) => {
+                    failing = false;
+                    if n > 0 {
+                        deliver.notify_one();
+                    }
+                    if n < FAN_OUT_BATCH {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "fanning out webhook events failed");
+                    }
+                    failing = true;
+                    break;
+                }
+            }
+        }
+        // A commit may also have made a delivery due without a new event (a redelivery).
+        deliver.notify_one();
+        tokio::select! {
+            () = wake.notified() => {}
+            () = tokio::time::sleep(poll) => {}
+            _ = stopped.wait_for(|s| *s) => return,
+        }
+    }
+}
+
 /// Runs the loop until `stopped` turns true, then lets the attempts in flight finish (each within its timeout).
 pub async fn run(
     db: Db,
@@ -223,6 +268,14 @@ pub async fn run(
     mut stopped: watch::Receiver<bool>,
 ) {
     let sender = Sender::with_timeout(settings.allow_private, settings.timeout);
+    let fanned = Arc::new(Notify::new());
+    let fanning = tokio::spawn(fan_out(
+        db.clone(),
+        settings.poll_interval,
+        wake,
+        fanned.clone(),
+        stopped.clone(),
+    ));
     let mut tasks: JoinSet<Finished> = JoinSet::new();
     let mut in_flight: HashMap<String, usize> = HashMap::new();
     let mut failing = false;
@@ -265,7 +318,7 @@ pub async fn run(
         }
         let ended = tokio::select! {
             Some(done) = tasks.join_next(), if !tasks.is_empty() => Some(done),
-            () = wake.notified() => None,
+            () = fanned.notified() => None,
             () = tokio::time::sleep(settings.poll_interval) => None,
             _ = stopped.wait_for(|s| *s) => break,
         };
@@ -283,6 +336,7 @@ pub async fn run(
         finished.extend(done);
     }
     record(&db, finished, &mut in_flight).await;
+    let _ = fanning.await;
 }
 
 #[cfg(test)]

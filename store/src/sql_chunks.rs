@@ -60,7 +60,7 @@ impl MultiRow {
 
 /// `items` as `IN` lists: each of at most 256 values, padded to a length from [`IN_LENGTHS`] by repeating its
 /// last value (harmless in `IN`). Returns the placeholders (numbered from `first`) and the values to bind.
-pub(crate) fn in_lists<'a>(items: &[&'a str], first: usize) -> Vec<(String, Vec<&'a str>)> {
+pub(crate) fn in_lists<T: Copy>(items: &[T], first: usize) -> Vec<(String, Vec<T>)> {
     let max = IN_LENGTHS[IN_LENGTHS.len() - 1];
     items
         .chunks(max)
@@ -72,7 +72,7 @@ pub(crate) fn in_lists<'a>(items: &[&'a str], first: usize) -> Vec<(String, Vec<
                 .unwrap_or(max);
             let mut padded = chunk.to_vec();
             while let (true, Some(last)) = (padded.len() < len, chunk.last()) {
-                padded.push(last);
+                padded.push(*last);
             }
             let placeholders = (first..first + padded.len())
                 .map(|n| format!("${n}"))
@@ -138,6 +138,6 @@ mod tests {
         let lists = in_lists(&refs, 1);
         let lens: Vec<usize> = lists.iter().map(|(_, v)| v.len()).collect();
         assert_eq!(lens, [256, 256, 256]);
-        assert!(in_lists(&[], 1).is_empty());
+        assert!(in_lists::<&str>(&[], 1).is_empty());
     }
 }

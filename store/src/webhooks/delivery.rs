@@ -18,8 +18,9 @@
 //! with the reason, and drops its pending deliveries. Test pings never touch an endpoint's health.
 
 use super::EventType;
-use super::emit::{self, is_postgres, new_event_id, payload};
+use super::emit::{is_postgres, new_event_id, payload};
 use super::endpoints::{drop_pending, endpoint_in};
+use super::fanout;
 use crate::domain::Micros;
 use crate::error::{Entity, StoreError};
 use crate::pool::Db;
@@ -401,7 +402,7 @@ impl Db {
             return Ok(());
         }
         let now = Micros::now();
-        // In id order, as new events lock the heads they queue behind (`emit::heads`): never a deadlock.
+        // In id order, as fan-outs lock the heads they queue behind (`fanout::heads`): never a deadlock.
         let mut ordered: Vec<&(&DueDelivery, &Attempted, Option<Duration>)> =
             attempts.iter().collect();
         ordered.sort_by_key(|(due, _, _)| due.delivery_id);
@@ -414,7 +415,7 @@ impl Db {
     }
 
     /// Promotes the first waiting delivery of every queue that has no head. Ending a head promotes the next in
-    /// the same transaction, and a new delivery on PostgreSQL locks the head it waits behind, so this should never
+    /// the same transaction, and a fan-out on PostgreSQL locks the head each new delivery waits behind, so this should never
     /// find one; the delivery loop runs it now and then all the same, because a queue without a head would never
     /// be sent. Returns how many it promoted (reads the waiting rows only).
     pub async fn promote_stranded_webhook_deliveries(&self) -> Result<u64, StoreError> {
@@ -517,7 +518,7 @@ impl Db {
         .transpose()?;
         let waiting = match &key {
             Some(key) => {
-                let has_head = !emit::heads(&mut tx, &[(endpoint_id, event_id, key.as_str())])
+                let has_head = !fanout::heads(&mut tx, &[(endpoint_id, event_id, key.as_str())])
                     .await?
                     .is_empty();
                 i64::from(has_head)

@@ -1,11 +1,12 @@
 //! Writing events on the change's own connection (the outbox side of webhooks). Every change site calls one of
-//! these next to its activity-log row ([`crate::audit::record`]), inside the same transaction: the event and its
-//! deliveries commit with the change or not at all.
+//! these next to its activity-log row ([`crate::audit::record`]), inside the same transaction: the event commits
+//! with the change or not at all.
 //!
-//! Only the account's *enabled* endpoints subscribed to the event's type get a delivery, and an event with no
-//! subscriber is not written at all, so an account without webhooks pays one indexed read per change. On
-//! PostgreSQL the subscribed endpoints are read `FOR KEY SHARE`: an endpoint deleted at the same moment waits for
-//! this change to commit (then its deliveries go with it), instead of failing the change on the foreign key.
+//! An event goes to the account's *enabled* endpoints subscribed to its type at that moment; it is written with
+//! a fan-out row naming them, and the delivery loop turns that into deliveries ([`super::fanout`]). An event with
+//! no subscriber is not written at all, so an account without webhooks pays one indexed read per change, and one
+//! with twenty endpoints pays that read and two inserts: the deliveries, and the locks on their queues, are off
+//! the request path.
 
 use super::{EventType, events_from_json};
 use crate::domain::Micros;
@@ -13,9 +14,9 @@ use crate::error::StoreError;
 use crate::listed::{LISTED_COLUMNS, ListedLink};
 use crate::sql_chunks::in_lists;
 use sqlx::{AnyConnection, Row};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-/// Rows per multi-row insert (5 parameters a row at most: far under both engines' limits).
+/// Rows per multi-row insert (4 parameters a row at most: far under both engines' limits).
 const ROWS_PER_STATEMENT: usize = 64;
 
 /// True on PostgreSQL (row locks and `SKIP LOCKED`), false on SQLite (one writer: nothing to lock).
@@ -31,18 +32,13 @@ pub(crate) async fn subscribers(
     kind: EventType,
 ) -> Result<HashMap<String, Vec<String>>, StoreError> {
     let mut found: HashMap<String, Vec<String>> = HashMap::new();
-    let lock = if is_postgres(conn) {
-        " FOR KEY SHARE"
-    } else {
-        ""
-    };
     let mut accounts = accounts.to_vec();
     accounts.sort_unstable();
     accounts.dedup();
     for (list, binds) in in_lists(&accounts, 1) {
         let sql = format!(
             "SELECT id, account_id, events FROM webhook_endpoints WHERE enabled = 1 AND account_id IN ({list}) \
-             ORDER BY id{lock}"
+             ORDER BY id"
         );
         let mut q = sqlx::query(&sql);
         for b in binds {
@@ -82,8 +78,9 @@ pub(crate) fn payload(kind: EventType, at: Micros, data: serde_json::Value) -> S
         .to_string()
 }
 
-/// Writes `events` of type `kind` and their deliveries (due now) on `conn`; returns the events' ids in order.
-/// Deliveries are inserted in the order of `events`, so their ids (the per-key delivery order) follow it.
+/// Writes `events` of type `kind` on `conn`, each with its fan-out row (the endpoints subscribed now), in the order
+/// of `events`: the delivery loop fans them out in that order ([`super::fanout`]), which is the order of one
+/// key's deliveries. Returns the events' ids in order.
 pub(crate) async fn write_events(
     conn: &mut AnyConnection,
     kind: EventType,
@@ -118,119 +115,22 @@ pub(crate) async fn write_events(
                 .bind(body.as_str());
         }
         q.execute(&mut *conn).await?;
-    }
-    let deliveries: Vec<(&str, &str, &str)> = rows
-        .iter()
-        .flat_map(|(id, e, _)| {
-            e.endpoints
-                .iter()
-                .map(move |endpoint| (endpoint.as_str(), id.as_str(), e.ordering_key))
-        })
-        .collect();
-    // Each (endpoint, key) queue has one head; a new delivery waits behind the head, or behind the earlier rows of
-    // its own key in this batch.
-    let mut queued = heads(conn, &deliveries).await?;
-    let queued_rows: Vec<(&str, &str, &str, i64)> = deliveries
-        .iter()
-        .map(|&(endpoint, event, key)| {
-            let waiting = !queued.insert((endpoint.to_owned(), key.to_owned()));
-            (endpoint, event, key, i64::from(waiting))
-        })
-        .collect();
-    for chunk in queued_rows.chunks(ROWS_PER_STATEMENT) {
         let values: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let p = 2 + 4 * i;
-                format!(
-                    "(${}, ${}, ${}, 'pending', 0, $1, $1, ${})",
-                    p,
-                    p + 1,
-                    p + 2,
-                    p + 3
-                )
-            })
+            .map(|i| format!("(${}, ${})", 1 + 2 * i, 2 + 2 * i))
             .collect();
         let sql = format!(
-            "INSERT INTO webhook_deliveries (endpoint_id, event_id, ordering_key, state, attempts, \
-             next_attempt_at, created_at, waiting) VALUES {}",
+            "INSERT INTO webhook_fanout (event_id, endpoints) VALUES {}",
             values.join(", ")
         );
-        let mut q = sqlx::query(&sql).bind(now.0);
-        for (endpoint, event, key, waiting) in chunk {
-            q = q.bind(*endpoint).bind(*event).bind(*key).bind(*waiting);
+        let mut q = sqlx::query(&sql);
+        for (id, e, _) in chunk {
+            q = q
+                .bind(id.as_str())
+                .bind(serde_json::Value::from(e.endpoints.to_vec()).to_string());
         }
         q.execute(&mut *conn).await?;
     }
     Ok(rows.into_iter().map(|(id, _, _)| id).collect())
-}
-
-/// The (endpoint, key) queues among `deliveries` that have a head already (a pending delivery not waiting). On
-/// PostgreSQL the heads are locked until the change commits, in id order (as the delivery loop ends them, so the
-/// two never deadlock). A head that ends while this waits for its lock is no longer one when the lock comes, and
-/// the next of its key, promoted in that same transaction, was not a head when this statement began: so the
-/// read is repeated, each time with a fresh view, until it finds and holds the same heads twice. Then every head
-/// this change queues behind is held, none can end before the change commits, and the change's new rows are seen
-/// by whichever transaction ends that head next. (SQLite runs one write transaction at a time.)
-pub(crate) async fn heads(
-    conn: &mut AnyConnection,
-    deliveries: &[(&str, &str, &str)],
-) -> Result<HashSet<(String, String)>, StoreError> {
-    if deliveries.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let mut endpoints: Vec<&str> = deliveries.iter().map(|d| d.0).collect();
-    endpoints.sort_unstable();
-    endpoints.dedup();
-    let mut keys: Vec<&str> = deliveries.iter().map(|d| d.2).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let postgres = is_postgres(conn);
-    let lock = if postgres {
-        " ORDER BY id FOR UPDATE"
-    } else {
-        ""
-    };
-    let mut found = read_heads(conn, &endpoints, &keys, lock).await?;
-    // Bounded: each round that differs means a head ended meanwhile; a busy key cannot keep that up for long,
-    // and after the last round the heads it holds are still correct for the rows it saw.
-    for _ in 0..8 {
-        if !postgres {
-            break;
-        }
-        let again = read_heads(conn, &endpoints, &keys, lock).await?;
-        if again == found {
-            break;
-        }
-        found = again;
-    }
-    Ok(found)
-}
-
-/// One read of [`heads`].
-async fn read_heads(
-    conn: &mut AnyConnection,
-    endpoints: &[&str],
-    keys: &[&str],
-    lock: &str,
-) -> Result<HashSet<(String, String)>, StoreError> {
-    let mut found = HashSet::new();
-    // At most 20 endpoints an account (and a batch is one account's, or a few accounts' for click reports).
-    for (endpoint_list, endpoint_binds) in in_lists(endpoints, 1) {
-        for (key_list, key_binds) in in_lists(keys, 1 + endpoint_binds.len()) {
-            let sql = format!(
-                "SELECT endpoint_id, ordering_key FROM webhook_deliveries WHERE state = 'pending' AND waiting = 0 \
-                 AND endpoint_id IN ({endpoint_list}) AND ordering_key IN ({key_list}){lock}"
-            );
-            let mut q = sqlx::query(&sql);
-            for b in endpoint_binds.iter().chain(key_binds.iter()) {
-                q = q.bind(*b);
-            }
-            for r in q.fetch_all(&mut *conn).await? {
-                found.insert((r.try_get("endpoint_id")?, r.try_get("ordering_key")?));
-            }
-        }
-    }
-    Ok(found)
 }
 
 /// Emits one event of `kind` about `ordering_key` with `data`, to the account's subscribed endpoints, on the

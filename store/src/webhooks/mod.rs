@@ -1,11 +1,13 @@
 //! Webhooks: an account's endpoints (receivers) and the events its changes send them, over the transactional
-//! outbox. A change writes its event, and one delivery per subscribed endpoint, in its own transaction
-//! ([`emit`]): a committed change always has its event, a rolled-back one never does. Delivery workers (one per
-//! origin process) then claim due deliveries under a lease, send them, and record each attempt ([`delivery`]).
+//! outbox. A change writes its event, naming the endpoints subscribed to it, in its own transaction ([`emit`]): a
+//! committed change always has its event, a rolled-back one never does. The delivery loops (one per origin
+//! process) fan each event out into one delivery per endpoint ([`fanout`]), then claim due deliveries under a
+//! lease, send them, and record each attempt ([`delivery`]).
 //!
 //! - [`endpoints`]: the endpoints' life (at most [`MAX_WEBHOOKS_PER_ACCOUNT`] per account, exact under concurrency),
 //!   their secrets, and the log of attempts an account reads.
-//! - [`emit`]: writing events and deliveries on the change's own connection.
+//! - [`emit`]: writing events on the change's own connection.
+//! - [`fanout`]: turning events into deliveries, queued per (endpoint, key) in the events' order.
 //! - [`delivery`]: claiming, recording outcomes (the retry schedule is the caller's, the `webhook-sender` crate's),
 //!   ordering per key, disabling an endpoint that fails for too long, redelivery and test pings.
 //!
@@ -15,6 +17,7 @@
 mod delivery;
 pub(crate) mod emit;
 mod endpoints;
+mod fanout;
 
 pub use delivery::{Attempted, DISABLE_AFTER, DueDelivery};
 pub use endpoints::{AttemptPage, AttemptRow, NewWebhook, WebhookEndpoint, WebhookPatch};
