@@ -148,10 +148,14 @@ fn accounts(db: &Database, prefix: &str, n: usize) -> Vec<Account> {
 }
 
 fn pending(db: &Database) -> i64 {
-    db.query("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'")
-        .trim()
-        .parse()
-        .unwrap_or(-1)
+    // Events not yet fanned out count too (one endpoint: one delivery each).
+    db.query(
+        "SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending') \
+         + (SELECT COUNT(*) FROM webhook_fanout)",
+    )
+    .trim()
+    .parse()
+    .unwrap_or(-1)
 }
 
 // --- the three measurements ------------------------------------------------------------------------------------

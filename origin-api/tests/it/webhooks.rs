@@ -1019,15 +1019,31 @@ async fn disabled_after_five_days_of_failures_then_enabled_fresh(engine: Engine)
         assert!(Instant::now() < deadline, "no failure run: {ep}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // The run began five days ago; the first link's retry waits far ahead (so it is pending when disabled).
-    sqlx::query("UPDATE webhook_endpoints SET failing_since = $1 WHERE id = $2")
-        .bind(Micros::now().0 - 5 * DAY_MICROS - 60_000_000)
+    // The first link's retry waits far ahead (so it is pending when disabled), moved between two attempts: with
+    // none in flight, nothing recorded later can undo the next step.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let moved = sqlx::query(
+            "UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE endpoint_id = $2 AND claimed_by IS NULL",
+        )
+        .bind(Micros::now().0 + DAY_MICROS)
         .bind(&hook)
         .execute(&pool)
         .await
-        .unwrap();
-    sqlx::query("UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE endpoint_id = $2")
-        .bind(Micros::now().0 + DAY_MICROS)
+        .unwrap()
+        .rows_affected();
+        if moved == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first delivery stayed in flight"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The run began five days ago.
+    sqlx::query("UPDATE webhook_endpoints SET failing_since = $1 WHERE id = $2")
+        .bind(Micros::now().0 - 5 * DAY_MICROS - 60_000_000)
         .bind(&hook)
         .execute(&pool)
         .await

@@ -1,5 +1,5 @@
-//! Sending side of the webhooks' outbox: claiming due deliveries, recording what each attempt came to, and the
-//! account's redeliveries and test pings.
+//! Sending side of the webhooks' outbox: claiming due deliveries, and the account's redeliveries and test pings.
+//! What each attempt came to is recorded by [`super::record`].
 //!
 //! **Claims.** A worker claims due deliveries by writing its claim token and a lease end (`claimed_until`) on them,
 //! in a write transaction: on PostgreSQL the candidate rows are read `FOR UPDATE … SKIP LOCKED`, so two processes
@@ -14,12 +14,12 @@
 //!
 //! **Retries and health.** The caller says when the next attempt is due (the Standard Webhooks schedule, in the
 //! origin); none left means the delivery is dropped (`failed`) with its last error. Any failure starts (or
-//! continues) the endpoint's failure run; any success ends it; a run of [`DISABLE_AFTER`] disables the endpoint
+//! continues) the endpoint's failure run; any success ends it; a run of `DISABLE_AFTER` disables the endpoint
 //! with the reason, and drops its pending deliveries. Test pings never touch an endpoint's health.
 
 use super::EventType;
 use super::emit::{is_postgres, new_event_id, payload};
-use super::endpoints::{drop_pending, endpoint_in};
+use super::endpoints::endpoint_in;
 use super::fanout;
 use crate::domain::Micros;
 use crate::error::{Entity, StoreError};
@@ -28,9 +28,6 @@ use crate::sql_chunks::in_lists;
 use sqlx::Row;
 use std::collections::HashMap;
 use std::time::Duration;
-
-/// An endpoint failing for this long without a success is disabled (Standard Webhooks: five days).
-pub const DISABLE_AFTER: Duration = Duration::from_secs(5 * 24 * 3_600);
 
 /// A claimed delivery: what to send, where, signed with which secret. Its `Debug` never shows the secret.
 #[derive(Clone)]
@@ -50,7 +47,7 @@ pub struct DueDelivery {
     /// Which attempt this is: 1 for the first, 2 for the first retry, …
     pub attempt: u32,
     secret: String,
-    claim: String,
+    pub(super) claim: String,
 }
 
 impl DueDelivery {
@@ -77,35 +74,7 @@ impl std::fmt::Debug for DueDelivery {
     }
 }
 
-/// What one attempt came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attempted {
-    /// The receiver's HTTP status, if it answered.
-    pub status_code: Option<u16>,
-    /// How long the attempt took.
-    pub duration_ms: u64,
-    /// Why it failed (refused address, timeout, connection, a non-2xx status).
-    pub error: Option<String>,
-    /// A 2xx answer.
-    pub success: bool,
-}
-
-impl Attempted {
-    /// The error to keep for a failure: the sender's, else the status.
-    fn failure(&self) -> Option<String> {
-        if self.success {
-            return None;
-        }
-        Some(
-            self.error
-                .clone()
-                .or_else(|| self.status_code.map(|s| format!("HTTP {s}")))
-                .unwrap_or_else(|| "failed".to_owned()),
-        )
-    }
-}
-
-fn micros(d: Duration) -> i64 {
+pub(super) fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
@@ -115,24 +84,6 @@ fn placeholders(first: usize, n: usize) -> String {
         .map(|i| format!("${i}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Makes the lowest waiting delivery of `key` to `endpoint_id` the head of its queue (due at its own time: at once
-/// for a delivery that never ran). Called in the transaction that ends the previous head.
-async fn promote_next(
-    conn: &mut sqlx::AnyConnection,
-    endpoint_id: &str,
-    key: &str,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE webhook_deliveries SET waiting = 0 WHERE id = (SELECT MIN(id) FROM webhook_deliveries \
-         WHERE endpoint_id = $1 AND ordering_key = $2 AND state = 'pending' AND waiting = 1)",
-    )
-    .bind(endpoint_id)
-    .bind(key)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
 }
 
 /// The columns a [`DueDelivery`] is read from.
@@ -152,97 +103,6 @@ fn due_from_row(r: &sqlx::any::AnyRow, claim: &str) -> Result<DueDelivery, sqlx:
         secret: r.try_get("secret")?,
         claim: claim.to_owned(),
     })
-}
-
-/// One attempt's rows (see [`Db::record_webhook_attempt`]) in the caller's transaction.
-async fn record_in(
-    tx: &mut sqlx::AnyConnection,
-    due: &DueDelivery,
-    outcome: &Attempted,
-    retry_in: Option<Duration>,
-    now: Micros,
-) -> Result<(), StoreError> {
-    let error = outcome.failure();
-    sqlx::query(
-            "INSERT INTO webhook_attempts (endpoint_id, event_id, event_type, attempt, at, status_code, \
-             duration_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&due.endpoint_id)
-        .bind(&due.event_id)
-        .bind(&due.event_type)
-        .bind(i64::from(due.attempt))
-        .bind(now.0)
-        .bind(outcome.status_code.map(i64::from))
-        .bind(i64::try_from(outcome.duration_ms).unwrap_or(i64::MAX))
-        .bind(error.as_deref())
-        .execute(&mut *tx)
-        .await?;
-    let (state, next) = match (outcome.success, retry_in) {
-        (true, _) => ("succeeded", now.0),
-        (false, Some(wait)) => ("pending", now.0.saturating_add(micros(wait))),
-        (false, None) => ("failed", now.0),
-    };
-    let ended = sqlx::query(
-            "UPDATE webhook_deliveries SET state = $3, attempts = $4, next_attempt_at = $5, last_error = $6, \
-             claimed_by = NULL, claimed_until = NULL WHERE id = $1 AND claimed_by = $2 RETURNING ordering_key",
-        )
-        .bind(due.delivery_id)
-        .bind(&due.claim)
-        .bind(state)
-        .bind(i64::from(due.attempt))
-        .bind(next)
-        .bind(error.as_deref())
-        .fetch_optional(&mut *tx)
-        .await?;
-    // The head of its key's queue has ended: the next waiting delivery of the key becomes the head.
-    if let (Some(row), false) = (ended, state == "pending") {
-        let key: String = row.try_get("ordering_key")?;
-        promote_next(tx, &due.endpoint_id, &key).await?;
-    }
-    if !due.is_ping() {
-        match &error {
-            None => {
-                sqlx::query(
-                        "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
-                    )
-                    .bind(&due.endpoint_id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            Some(error) => {
-                let since = sqlx::query(
-                    "UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) \
-                         WHERE id = $1 AND enabled = 1 RETURNING failing_since",
-                )
-                .bind(&due.endpoint_id)
-                .bind(now.0)
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| r.try_get::<i64, _>("failing_since"))
-                .transpose()?;
-                if let Some(since) = since.filter(|s| now.0 - s >= micros(DISABLE_AFTER)) {
-                    let reason = format!(
-                        "failing continuously since {}; last error: {error}",
-                        Micros(since).to_iso8601()
-                    );
-                    sqlx::query(
-                            "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $2 WHERE id = $1",
-                        )
-                        .bind(&due.endpoint_id)
-                        .bind(&reason)
-                        .execute(&mut *tx)
-                        .await?;
-                    drop_pending(
-                        tx,
-                        &due.endpoint_id,
-                        &format!("endpoint disabled: {reason}"),
-                    )
-                    .await?;
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 impl Db {
@@ -375,43 +235,6 @@ impl Db {
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         due.sort_by_key(|d| picked.iter().position(|p| *p == d.delivery_id));
         Ok(due)
-    }
-
-    /// Records an attempt of a claimed delivery: its row in the log, then the delivery's state (succeeded; due
-    /// again in `retry_in`; or, with no retry left, failed with the error kept) and the endpoint's health (see the
-    /// module's documentation), in one transaction. A claim that lost its lease (another worker took the row after
-    /// it expired) still logs its attempt but leaves the delivery to the newer claim.
-    pub async fn record_webhook_attempt(
-        &self,
-        due: &DueDelivery,
-        outcome: &Attempted,
-        retry_in: Option<Duration>,
-    ) -> Result<(), StoreError> {
-        self.record_webhook_attempts(&[(due, outcome, retry_in)])
-            .await
-    }
-
-    /// Records several attempts as [`Db::record_webhook_attempt`] does one, in one transaction: the delivery loop
-    /// records what has finished since its last round together, so a busy endpoint costs one write transaction
-    /// per round rather than one per delivery.
-    pub async fn record_webhook_attempts(
-        &self,
-        attempts: &[(&DueDelivery, &Attempted, Option<Duration>)],
-    ) -> Result<(), StoreError> {
-        if attempts.is_empty() {
-            return Ok(());
-        }
-        let now = Micros::now();
-        // In id order, as fan-outs lock the heads they queue behind (`fanout::heads`): never a deadlock.
-        let mut ordered: Vec<&(&DueDelivery, &Attempted, Option<Duration>)> =
-            attempts.iter().collect();
-        ordered.sort_by_key(|(due, _, _)| due.delivery_id);
-        let mut tx = self.begin_write().await?;
-        for (due, outcome, retry_in) in ordered {
-            record_in(&mut tx, due, outcome, *retry_in, now).await?;
-        }
-        tx.commit().await?;
-        Ok(())
     }
 
     /// Promotes the first waiting delivery of every queue that has no head. Ending a head promotes the next in
@@ -549,25 +372,5 @@ impl Db {
         }
         tx.commit().await?;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failure_keeps_the_senders_error_or_the_status() {
-        let mut outcome = Attempted {
-            status_code: Some(500),
-            duration_ms: 3,
-            error: None,
-            success: false,
-        };
-        assert_eq!(outcome.failure().as_deref(), Some("HTTP 500"));
-        outcome.error = Some("timed out".to_owned());
-        assert_eq!(outcome.failure().as_deref(), Some("timed out"));
-        outcome.success = true;
-        assert_eq!(outcome.failure(), None);
     }
 }

@@ -2,14 +2,15 @@
 //! outbox. A change writes its event, naming the endpoints subscribed to it, in its own transaction ([`emit`]): a
 //! committed change always has its event, a rolled-back one never does. The delivery loops (one per origin
 //! process) fan each event out into one delivery per endpoint ([`fanout`]), then claim due deliveries under a
-//! lease, send them, and record each attempt ([`delivery`]).
+//! lease, send them, and record each attempt ([`delivery`], [`record`]).
 //!
 //! - [`endpoints`]: the endpoints' life (at most [`MAX_WEBHOOKS_PER_ACCOUNT`] per account, exact under concurrency),
 //!   their secrets, and the log of attempts an account reads.
 //! - [`emit`]: writing events on the change's own connection.
 //! - [`fanout`]: turning events into deliveries, queued per (endpoint, key) in the events' order.
-//! - [`delivery`]: claiming, recording outcomes (the retry schedule is the caller's, the `webhook-sender` crate's),
-//!   ordering per key, disabling an endpoint that fails for too long, redelivery and test pings.
+//! - [`delivery`]: claiming due deliveries (the heads of their queues), redelivery and test pings.
+//! - [`record`]: recording outcomes (the retry schedule is the caller's, the `webhook-sender` crate's), ending a
+//!   queue's head and promoting the next, disabling an endpoint that fails for too long.
 //!
 //! What the store does not know: how a URL is checked (the API and the dashboard check it with `webhook-sender`
 //! before they store it) and how a body is signed and sent (the origin's delivery loop).
@@ -18,9 +19,11 @@ mod delivery;
 pub(crate) mod emit;
 mod endpoints;
 mod fanout;
+mod record;
 
-pub use delivery::{Attempted, DISABLE_AFTER, DueDelivery};
+pub use delivery::DueDelivery;
 pub use endpoints::{AttemptPage, AttemptRow, NewWebhook, WebhookEndpoint, WebhookPatch};
+pub use record::{Attempted, DISABLE_AFTER};
 
 use crate::domain::ValidationError;
 
