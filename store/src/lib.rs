@@ -26,6 +26,7 @@ mod groups;
 mod ids;
 mod keys;
 mod link_edits;
+mod link_export;
 mod link_tags;
 mod link_writer;
 mod links;
@@ -59,6 +60,7 @@ pub use keys::AuthContext;
 /// The click report's events, as the worker sends them (the contract is `kv-model`'s).
 pub use kv_model::{ClickEvent, Device};
 pub use link_edits::LinkPatch;
+pub use link_export::{ExportBatch, ExportCursor, ExportedLink, MAX_EXPORT_BATCH};
 pub use links::LinkPage;
 pub use listed::ListedLink;
 pub use members::{

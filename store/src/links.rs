@@ -22,13 +22,13 @@ use sqlx::Row;
 const GENERATE_ATTEMPTS: usize = 8;
 
 /// A value bound to a list query's condition.
-enum Arg {
+pub(crate) enum Arg {
     Text(String),
     Int(i64),
 }
 
 /// `sql` with the account as `$1` and `binds` after it.
-fn bind_all<'q>(
+pub(crate) fn bind_all<'q>(
     sql: &'q str,
     account_id: &str,
     binds: &[Arg],
@@ -41,6 +41,117 @@ fn bind_all<'q>(
         };
     }
     q
+}
+
+/// The `AND …` conditions of a list query's filters over `links l`, with their values bound from `$2` on (`$1` is
+/// the account). Shared by the list and the export, which must select exactly the same links.
+pub(crate) fn conditions(query: &ListQuery) -> Conditions {
+    // $1 is the account; each condition binds the next numbers.
+    let mut binds: Vec<Arg> = Vec::new();
+    let mut conditions = String::new();
+    let next = |binds: &mut Vec<Arg>, value: Arg| {
+        binds.push(value);
+        format!("${}", binds.len() + 1)
+    };
+    match &query.filter {
+        None => {}
+        Some((v, MatchMode::Exact)) => {
+            let p = next(&mut binds, Arg::Text(v.clone()));
+            conditions.push_str(&format!(" AND l.long_url = {p}"));
+        }
+        Some((prefix, MatchMode::StartsWith)) => {
+            let p = next(&mut binds, Arg::Text(prefix.clone()));
+            conditions.push_str(&format!(" AND l.long_url >= {p}"));
+            if let Some(upper) = prefix_upper_bound(prefix) {
+                let p = next(&mut binds, Arg::Text(upper));
+                conditions.push_str(&format!(" AND l.long_url < {p}"));
+            }
+        }
+    }
+    if let Some(q) = &query.q {
+        // Literal: `%`, `_` and `\` are ordinary characters of `q`.
+        let escaped = q
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        let p = next(&mut binds, Arg::Text(format!("%{escaped}%")));
+        conditions.push_str(&format!(" AND l.search_text LIKE {p} ESCAPE '\\'"));
+    }
+    for tag in &query.tags {
+        let p = next(&mut binds, Arg::Text(tag.key().to_owned()));
+        conditions.push_str(&format!(
+            " AND l.id IN (SELECT lt.link_id FROM link_tags lt JOIN tags t ON t.id = lt.tag_id \
+             WHERE t.account_id = $1 AND t.name_key = {p})"
+        ));
+    }
+    if let Some(group) = &query.group_id {
+        let p = next(&mut binds, Arg::Text(group.clone()));
+        conditions.push_str(&format!(" AND l.group_id = {p}"));
+    }
+    if let Some(domain) = &query.domain {
+        let p = next(&mut binds, Arg::Text(domain.as_str().to_owned()));
+        conditions.push_str(&format!(
+            " AND l.domain_id IN (SELECT id FROM domains WHERE host = {p})"
+        ));
+    }
+    if let Some(active) = query.is_active {
+        let p = next(&mut binds, Arg::Int(i64::from(active)));
+        conditions.push_str(&format!(" AND l.is_active = {p}"));
+    }
+    Conditions {
+        sql: conditions,
+        binds,
+    }
+}
+
+/// A list query's conditions ([`conditions`]) and their values.
+pub(crate) struct Conditions {
+    /// `" AND …"` clauses, or empty.
+    pub(crate) sql: String,
+    /// The values of `$2`, `$3`, … in order.
+    pub(crate) binds: Vec<Arg>,
+}
+
+/// A link's clicks of all time, as an expression over `links l`: the sum of its per-day counters of one dimension
+/// (every click is counted once in each dimension). A BIGINT on both engines (PostgreSQL's SUM of BIGINTs is a
+/// NUMERIC).
+pub(crate) const CLICKS_TOTAL: &str = "CAST((SELECT COALESCE(SUM(c.clicks), 0) FROM link_click_counts c \
+     WHERE c.link_id = l.id AND c.dimension = 'device') AS BIGINT)";
+
+/// How a list query's `sort` orders `links l`.
+pub(crate) struct SortOrder {
+    /// Columns the order needs beyond the link's own (`, … AS clicks`), or empty.
+    pub(crate) extra: String,
+    /// The `ORDER BY` list, over `l`.
+    pub(crate) order: String,
+}
+
+/// The order of `sort`; ties are broken newest first, then by id, so the order is total.
+pub(crate) fn sort_order(sort: LinkSort, postgres: bool) -> SortOrder {
+    // Byte order for short codes on both engines, whatever PostgreSQL's collation.
+    let code = short_code_bytes(postgres);
+    let (extra, order) = match sort {
+        LinkSort::Newest => (String::new(), "l.created_at DESC, l.id DESC".to_owned()),
+        LinkSort::Oldest => (String::new(), "l.created_at ASC, l.id ASC".to_owned()),
+        LinkSort::ShortCode => (
+            String::new(),
+            format!("{code} ASC, l.created_at DESC, l.id DESC"),
+        ),
+        LinkSort::Clicks => (
+            format!(", {CLICKS_TOTAL} AS clicks"),
+            "l.clicks DESC, l.created_at DESC, l.id DESC".to_owned(),
+        ),
+    };
+    SortOrder { extra, order }
+}
+
+/// `l.short_code` compared byte by byte on both engines.
+pub(crate) fn short_code_bytes(postgres: bool) -> &'static str {
+    if postgres {
+        "l.short_code COLLATE \"C\""
+    } else {
+        "l.short_code"
+    }
 }
 
 /// One page of links and the count of all matches.
@@ -184,58 +295,10 @@ impl Db {
         // One read transaction, so the total and the page come from the same snapshot.
         let mut tx = self.read.begin().await?;
         let postgres = is_postgres(&tx);
-        // $1 is the account; each condition binds the next numbers.
-        let mut binds: Vec<Arg> = Vec::new();
-        let mut conditions = String::new();
-        let next = |binds: &mut Vec<Arg>, value: Arg| {
-            binds.push(value);
-            format!("${}", binds.len() + 1)
-        };
-        match &query.filter {
-            None => {}
-            Some((v, MatchMode::Exact)) => {
-                let p = next(&mut binds, Arg::Text(v.clone()));
-                conditions.push_str(&format!(" AND l.long_url = {p}"));
-            }
-            Some((prefix, MatchMode::StartsWith)) => {
-                let p = next(&mut binds, Arg::Text(prefix.clone()));
-                conditions.push_str(&format!(" AND l.long_url >= {p}"));
-                if let Some(upper) = prefix_upper_bound(prefix) {
-                    let p = next(&mut binds, Arg::Text(upper));
-                    conditions.push_str(&format!(" AND l.long_url < {p}"));
-                }
-            }
-        }
-        if let Some(q) = &query.q {
-            // Literal: `%`, `_` and `\` are ordinary characters of `q`.
-            let escaped = q
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_");
-            let p = next(&mut binds, Arg::Text(format!("%{escaped}%")));
-            conditions.push_str(&format!(" AND l.search_text LIKE {p} ESCAPE '\\'"));
-        }
-        for tag in &query.tags {
-            let p = next(&mut binds, Arg::Text(tag.key().to_owned()));
-            conditions.push_str(&format!(
-                " AND l.id IN (SELECT lt.link_id FROM link_tags lt JOIN tags t ON t.id = lt.tag_id \
-                 WHERE t.account_id = $1 AND t.name_key = {p})"
-            ));
-        }
-        if let Some(group) = &query.group_id {
-            let p = next(&mut binds, Arg::Text(group.clone()));
-            conditions.push_str(&format!(" AND l.group_id = {p}"));
-        }
-        if let Some(domain) = &query.domain {
-            let p = next(&mut binds, Arg::Text(domain.as_str().to_owned()));
-            conditions.push_str(&format!(
-                " AND l.domain_id IN (SELECT id FROM domains WHERE host = {p})"
-            ));
-        }
-        if let Some(active) = query.is_active {
-            let p = next(&mut binds, Arg::Int(i64::from(active)));
-            conditions.push_str(&format!(" AND l.is_active = {p}"));
-        }
+        let Conditions {
+            sql: conditions,
+            binds,
+        } = conditions(query);
         let total: i64 = if !query.is_filtered() {
             // The counter kept by create_link: one row instead of a count over the account.
             sqlx::query("SELECT link_count FROM accounts WHERE id = $1")
@@ -253,28 +316,7 @@ impl Db {
                 .await?
                 .try_get("n")?
         };
-        // Byte order for short codes on both engines, whatever PostgreSQL's collation.
-        let code = if postgres {
-            "l.short_code COLLATE \"C\""
-        } else {
-            "l.short_code"
-        };
-        let (extra, order) = match query.sort {
-            LinkSort::Newest => (String::new(), "l.created_at DESC, l.id DESC".to_owned()),
-            LinkSort::Oldest => (String::new(), "l.created_at ASC, l.id ASC".to_owned()),
-            LinkSort::ShortCode => (
-                String::new(),
-                format!("{code} ASC, l.created_at DESC, l.id DESC"),
-            ),
-            // All-time clicks: the sum of the link's per-day counters of one dimension (every click is counted
-            // once in each dimension).
-            LinkSort::Clicks => (
-                ", (SELECT COALESCE(SUM(c.clicks), 0) FROM link_click_counts c \
-                 WHERE c.link_id = l.id AND c.dimension = 'device') AS clicks"
-                    .to_owned(),
-                "l.clicks DESC, l.created_at DESC, l.id DESC".to_owned(),
-            ),
-        };
+        let SortOrder { extra, order } = sort_order(query.sort, postgres);
         // The inner query orders by the column alias where the outer one reads it from `l`.
         let inner_order = order.replace("l.clicks", "clicks");
         let lim = binds.len() + 2;

@@ -238,6 +238,34 @@ impl Database {
         result.unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
+    /// Inserts `n` links into `account`'s default group on [`HOST`] with one statement (codes `seed0000001`, …,
+    /// destinations `https://example.com/page/N`, one microsecond apart), and counts them in the account's link
+    /// count. Only for volumes that the API's creation limits (100 an hour per key) cannot arrange: a test of
+    /// what the API does with a large account, never of how links are created.
+    pub fn seed_links(&self, account: &Account, n: u64) {
+        let domain = self.query(&format!("SELECT id FROM domains WHERE host = '{HOST}'"));
+        let (acc, group, domain) = (&account.id, &account.default_group_id, domain.trim());
+        let sql = match self.engine() {
+            Engine::Sqlite => format!(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n}) \
+                 INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, created_at, search_text) \
+                 SELECT printf('00000000-0000-4000-8000-%012d', i), '{acc}', '{group}', '{domain}', \
+                        printf('seed%07d', i), printf('https://example.com/page/%d', i), 1700000000000000 + i, \
+                        printf('seed%07d' || char(10) || 'https://example.com/page/%d' || char(10), i, i) FROM n; \
+                 UPDATE accounts SET link_count = link_count + {n} WHERE id = '{acc}';"
+            ),
+            Engine::Postgres => format!(
+                "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, created_at, search_text) \
+                 SELECT '00000000-0000-4000-8000-' || lpad(i::text, 12, '0'), '{acc}', '{group}', '{domain}', \
+                        'seed' || lpad(i::text, 7, '0'), 'https://example.com/page/' || i, 1700000000000000 + i, \
+                        'seed' || lpad(i::text, 7, '0') || E'\\n' || 'https://example.com/page/' || i || E'\\n' \
+                 FROM generate_series(1, {n}) AS i; \
+                 UPDATE accounts SET link_count = link_count + {n} WHERE id = '{acc}';"
+            ),
+        };
+        self.query(&sql);
+    }
+
     /// Runs `origin-api ARGS` on this database and returns the JSON it prints; panics unless it exits 0.
     pub fn admin(&self, args: &[&str]) -> Value {
         let out = Command::new(origin_binary())
@@ -431,6 +459,11 @@ impl Origin {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Its process id, while it runs (for reading its memory in /proc).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// SIGKILLs the process (no graceful shutdown: a crash) and reaps it.

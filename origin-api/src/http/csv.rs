@@ -37,6 +37,17 @@ pub(crate) fn record(out: &mut String, texts: &[&str], number: i64) {
     out.push_str("\r\n");
 }
 
+/// Appends one record of text fields, with its line end.
+pub(crate) fn row(out: &mut String, fields: &[&str]) {
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        text(out, f);
+    }
+    out.push_str("\r\n");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +72,8 @@ mod tests {
         let mut out = String::new();
         record(&mut out, &["country", "DE"], 3);
         assert_eq!(out, "country,DE,3\r\n");
+        let mut out = String::new();
+        row(&mut out, &["a", "", "-1", "x,y"]);
+        assert_eq!(out, "a,,'-1,\"x,y\"\r\n");
     }
 }

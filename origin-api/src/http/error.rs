@@ -130,6 +130,8 @@ pub enum ErrorCode {
     InvalidIsActive,
     /// 400: list links, unknown `sort`.
     InvalidSort,
+    /// 400: export links, `format` not `csv` or `ndjson`.
+    InvalidFormat,
     /// 400: the account's default group cannot be deleted.
     DefaultGroup,
     /// 400: a webhook endpoint's URL is refused (scheme, length, credentials, or a non-public host).
@@ -229,6 +231,7 @@ impl ApiError {
                     ListParam::Domain => ErrorCode::InvalidDomain,
                     ListParam::IsActive => ErrorCode::InvalidIsActive,
                     ListParam::Sort => ErrorCode::InvalidSort,
+                    ListParam::Format => ErrorCode::InvalidFormat,
                 },
             ),
             Self::ShortCodeExists => (StatusCode::BAD_REQUEST, ErrorCode::ShortCodeExists),

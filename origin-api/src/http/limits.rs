@@ -52,6 +52,15 @@ impl RenderGate {
     }
 }
 
+impl RenderGate {
+    /// A place, however long it takes: for the later parts of an answer already under way (an export's next
+    /// batch), which can no longer be refused. The parts between two turns hold no place, so a slow reader
+    /// never keeps one from the others.
+    pub(crate) async fn turn(&self) -> Option<OwnedSemaphorePermit> {
+        self.permits.clone().acquire_owned().await.ok()
+    }
+}
+
 impl Limits {
     /// Charges one management write to the caller's key; `429` when the key's budget for the last minute is spent.
     /// (Takes the store rather than the application state, which holds these limits.)

@@ -191,18 +191,26 @@ pub(crate) struct DomainList {
     results: Vec<Domain>,
 }
 
-/// Query parameters of list links, for the OpenAPI document. The handler parses the raw query itself
+/// Paging parameters of list links, for the OpenAPI document. The handler parses the raw query itself
 /// ([`ListQuery`]: one error code per parameter, a repeated parameter refused), so this is never built.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
-pub(crate) struct ListParams {
+pub(crate) struct PageParams {
     /// Page size, plain decimal digits.
     #[param(minimum = 1, maximum = 100, default = 20)]
     limit: Option<u32>,
     /// Links to skip, plain decimal digits.
     #[param(minimum = 0, maximum = 1_000_000_000, default = 0)]
     offset: Option<u64>,
+}
+
+/// The filters and sort of list links (and of the export), for the OpenAPI document; never built, as
+/// [`PageParams`].
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub(crate) struct FilterParams {
     /// Filter by destination URL (see `match`); the prefix is literal.
     #[param(max_length = 2048)]
     long_url: Option<String>,
@@ -232,7 +240,7 @@ pub(crate) struct ListParams {
     sort: Option<SortParam>,
 }
 
-/// `is_active` of list links (documentation of [`ListParams`]; never built).
+/// `is_active` of list links (documentation of [`FilterParams`]; never built).
 #[derive(ToSchema)]
 #[schema(rename_all = "lowercase")]
 #[allow(dead_code)]
@@ -243,7 +251,7 @@ pub(crate) enum BoolParam {
     False,
 }
 
-/// `sort` of list links (documentation of [`ListParams`]; never built).
+/// `sort` of list links (documentation of [`FilterParams`]; never built).
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub(crate) enum SortParam {
@@ -261,7 +269,7 @@ pub(crate) enum SortParam {
     Clicks,
 }
 
-/// How `long_url` filters (documentation of [`ListParams`]; never built).
+/// How `long_url` filters (documentation of [`FilterParams`]; never built).
 #[derive(ToSchema)]
 #[schema(rename_all = "lowercase")]
 #[allow(dead_code)]
@@ -363,7 +371,7 @@ pub(crate) struct LinkList {
     path = "/api/v1/external/links",
     tag = "links",
     operation_id = "list_links",
-    params(ListParams),
+    params(PageParams, FilterParams),
     security(("Token" = [])),
     responses(
         (status = 200, description = "One page of links", body = LinkList),

@@ -12,6 +12,7 @@ mod health;
 mod internal;
 mod limits;
 mod link_edits;
+mod link_export;
 mod links;
 mod metrics;
 mod observe;
@@ -57,6 +58,7 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
         router = router
             .merge(links::router())
             .merge(link_edits::router())
+            .merge(link_export::router())
             .merge(qr::router())
             .merge(bulk::router())
             .merge(groups::router())

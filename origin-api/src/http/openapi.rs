@@ -35,6 +35,7 @@ pub(crate) fn router() -> axum::Router<AppState> {
         super::links::create_link,
         super::links::list_links,
         super::links::enabled_domains,
+        super::link_export::export_links,
         super::link_edits::get_link,
         super::link_edits::patch_link,
         super::link_edits::delete_link,

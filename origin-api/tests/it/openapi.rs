@@ -17,6 +17,7 @@ const ENDPOINTS: &[(&str, &str, bool)] = &[
     ("/api/v1/external/groups/{id}/stats", "get", true),
     ("/api/v1/external/stats", "get", true),
     ("/api/v1/external/audit-log", "get", true),
+    ("/api/v1/external/links/export", "get", true),
     ("/api/v1/external/tags", "get", true),
     ("/api/v1/external/tags/{name}", "patch", true),
     ("/api/v1/external/tags/{name}", "delete", true),
@@ -158,6 +159,15 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
                 assert_eq!(
                     keys(content),
                     ["image/png", "image/svg+xml"].map(str::to_owned).into()
+                );
+                continue;
+            }
+            if *path == "/api/v1/external/links/export" && status == "200" {
+                assert_eq!(
+                    keys(content),
+                    ["application/x-ndjson", "text/csv"]
+                        .map(str::to_owned)
+                        .into()
                 );
                 continue;
             }

@@ -112,6 +112,17 @@ pub enum ListParam {
     IsActive,
     /// `sort`.
     Sort,
+    /// `format` (the export's).
+    Format,
+}
+
+/// What an export is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// CSV with a header row.
+    Csv,
+    /// One JSON object per line.
+    Ndjson,
 }
 
 /// A refused query parameter and why.
@@ -206,14 +217,41 @@ impl ListQuery {
     /// Parses a raw query string. Unknown parameters are ignored (clients add cache busters);
     /// a known parameter given twice is refused, since we could not tell which one was meant.
     pub fn parse(raw: Option<&str>) -> Result<Self, ListQueryError> {
+        Self::parse_as(raw, false).map(|(query, _)| query)
+    }
+
+    /// Parses the query of an export: the list's filters and sort by the list's rules, and `format` (`csv`, the
+    /// default, or `ndjson`). `limit` and `offset` are not the export's parameters, so they are ignored like any
+    /// unknown one (an export is every match).
+    pub fn parse_export(raw: Option<&str>) -> Result<(Self, ExportFormat), ListQueryError> {
+        let (query, format) = Self::parse_as(raw, true)?;
+        let format = match format.as_deref() {
+            None | Some("csv") => ExportFormat::Csv,
+            Some("ndjson") => ExportFormat::Ndjson,
+            Some(_) => return Err(err(ListParam::Format, "format must be csv or ndjson")),
+        };
+        Ok((
+            Self {
+                limit: MAX_LIMIT,
+                offset: 0,
+                ..query
+            },
+            format,
+        ))
+    }
+
+    /// The list's parameters (`export`: without `limit` and `offset`, with `format`, returned raw).
+    fn parse_as(raw: Option<&str>, export: bool) -> Result<(Self, Option<String>), ListQueryError> {
         let (mut limit, mut offset, mut long_url, mut mode) = (None, None, None, None);
+        let mut format = None;
         let (mut q, mut group_id, mut domain, mut is_active, mut sort) =
             (None, None, None, None, None);
         let mut tags: Vec<Tag> = Vec::new();
         for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
             let (slot, param) = match k.as_ref() {
-                "limit" => (&mut limit, ListParam::Limit),
-                "offset" => (&mut offset, ListParam::Offset),
+                "limit" if !export => (&mut limit, ListParam::Limit),
+                "offset" if !export => (&mut offset, ListParam::Offset),
+                "format" if export => (&mut format, ListParam::Format),
                 "long_url" => (&mut long_url, ListParam::LongUrl),
                 "match" => (&mut mode, ListParam::Match),
                 "q" => (&mut q, ListParam::Q),
@@ -304,17 +342,20 @@ impl ListQuery {
                 ));
             }
         };
-        Ok(Self {
-            limit,
-            offset,
-            filter,
-            q,
-            tags,
-            group_id,
-            domain,
-            is_active,
-            sort,
-        })
+        Ok((
+            Self {
+                limit,
+                offset,
+                filter,
+                q,
+                tags,
+                group_id,
+                domain,
+                is_active,
+                sort,
+            },
+            format,
+        ))
     }
 }
 
@@ -379,6 +420,37 @@ mod tests {
         assert_eq!(q("match=EXACT").unwrap_err().param, ListParam::Match);
         let long = format!("long_url={}", "a".repeat(2049));
         assert_eq!(q(&long).unwrap_err().param, ListParam::LongUrl);
+    }
+
+    #[test]
+    fn export_takes_the_filters_and_a_format_but_no_paging() {
+        let (d, f) = ListQuery::parse_export(None).unwrap();
+        assert_eq!(
+            (d.offset, d.sort, f),
+            (0, LinkSort::Newest, ExportFormat::Csv)
+        );
+        let (d, f) =
+            ListQuery::parse_export(Some("format=ndjson&limit=0&offset=x&tag=a&sort=clicks"))
+                .unwrap();
+        assert_eq!(
+            (d.sort, f, d.tags.len()),
+            (LinkSort::Clicks, ExportFormat::Ndjson, 1)
+        );
+        for (bad, param) in [
+            ("format=xml", ListParam::Format),
+            ("format=CSV", ListParam::Format),
+            ("format=csv&format=csv", ListParam::Format),
+            ("q=a", ListParam::Q),
+            ("sort=up", ListParam::Sort),
+        ] {
+            assert_eq!(
+                ListQuery::parse_export(Some(bad)).unwrap_err().param,
+                param,
+                "{bad}"
+            );
+        }
+        // `format` means nothing to the list itself.
+        assert_eq!(q("format=xml").unwrap().limit, 20);
     }
 
     #[test]

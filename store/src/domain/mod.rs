@@ -20,8 +20,8 @@ pub use click_batch_id::ClickBatchId;
 pub use day::{Day, MAX_DAY, MIN_DAY};
 pub use host::Hostname;
 pub use list_query::{
-    LinkSort, ListParam, ListQuery, ListQueryError, MAX_Q_CHARS, MIN_Q_CHARS, MatchMode, PageQuery,
-    prefix_upper_bound,
+    ExportFormat, LinkSort, ListParam, ListQuery, ListQueryError, MAX_Q_CHARS, MIN_Q_CHARS,
+    MatchMode, PageQuery, prefix_upper_bound,
 };
 pub use long_url::LongUrl;
 pub use password::{MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Password, SecretToken};
