@@ -39,6 +39,9 @@ pub enum DashboardError {
         /// Seconds until one more change is allowed.
         retry_after: i64,
     },
+    /// An export's search or filters break the list's rules (a hand-made address: the page never links one).
+    #[error("bad filters")]
+    BadFilters,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -84,6 +87,11 @@ impl IntoResponse for DashboardError {
                 StatusCode::FORBIDDEN,
                 "Form refused",
                 "This form was not sent from this dashboard's page, or the page is too old. Go back, reload the page and try again.",
+            ),
+            Self::BadFilters => (
+                StatusCode::BAD_REQUEST,
+                "Filters refused",
+                "The search or filters of this export are not valid. Go back to Links, correct them and export again.",
             ),
             Self::TooLarge => (
                 StatusCode::PAYLOAD_TOO_LARGE,

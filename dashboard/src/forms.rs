@@ -112,15 +112,24 @@ pub(crate) struct LinkForm {
 pub(crate) struct EditForm {
     pub(crate) csrf: String,
     pub(crate) long_url: String,
+    pub(crate) title: String,
+    /// Tag names separated by commas.
+    pub(crate) tags: String,
     pub(crate) expires_at: String,
     pub(crate) forward_query: Option<String>,
 }
 
-/// The links page's query: page number and the destination filter.
+/// The links page's query: page number, search, filters and sort ([`crate::pages::link_filters`]).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct ListParams {
     pub(crate) page: Option<String>,
+    pub(crate) q: String,
+    pub(crate) tag: String,
+    pub(crate) group: String,
+    pub(crate) domain: String,
+    pub(crate) status: String,
+    pub(crate) sort: String,
     pub(crate) destination: String,
     #[serde(rename = "match")]
     pub(crate) match_mode: String,

@@ -91,8 +91,8 @@ pub trait WebhookTester: std::fmt::Debug + Send + Sync {
 /// merged into the origin's router.
 pub fn router(state: DashboardState) -> Router {
     use pages::{
-        activity, auth, domains, groups, invitations, key, links, members, recovery, signup,
-        webhooks,
+        activity, auth, domains, groups, invitations, key, link_export, links, members, recovery,
+        signup, webhooks,
     };
     Router::new()
         .route(
@@ -101,6 +101,7 @@ pub fn router(state: DashboardState) -> Router {
         )
         .route("/dashboard/", get(links::index))
         .route("/dashboard/links", post(links::create))
+        .route("/dashboard/links/export", get(link_export::export))
         .route("/dashboard/links/{id}", get(links::show).post(links::edit))
         .route("/dashboard/links/{id}/pause", post(links::pause))
         .route("/dashboard/links/{id}/resume", post(links::resume))

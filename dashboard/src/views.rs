@@ -1,6 +1,7 @@
 //! The pages' templates (askama, compiled in, HTML-escaped by default) and what each one shows. Handlers fill
 //! these from the store; no template reaches the store itself.
 
+use crate::pages::link_filters::Filters;
 use askama::Template;
 use axum::response::Html;
 use shortlink_store::domain::{Permission, Role};
@@ -214,9 +215,18 @@ pub(crate) struct LinkItem {
     pub(crate) id: String,
     pub(crate) short_url: String,
     pub(crate) long_url: String,
+    pub(crate) title: Option<String>,
+    /// Its tags, each with the address of the list filtered by it.
+    pub(crate) tags: Vec<TagChip>,
     pub(crate) status: &'static str,
     pub(crate) is_active: bool,
     pub(crate) created: String,
+}
+
+/// A tag shown on a link's row: a link to the list filtered by it.
+pub(crate) struct TagChip {
+    pub(crate) name: String,
+    pub(crate) href: String,
 }
 
 pub(crate) struct Choice {
@@ -249,9 +259,18 @@ pub(crate) struct LinksPage {
     pub(crate) last: u64,
     pub(crate) prev: Option<String>,
     pub(crate) next: Option<String>,
-    pub(crate) filter: String,
-    pub(crate) starts_with: bool,
+    /// The search, filters and sort as the form shows them.
+    pub(crate) filters: Filters,
+    /// Why the filters were refused, if they were (the list is then empty).
+    pub(crate) filter_error: Option<String>,
     pub(crate) filtered: bool,
+    pub(crate) tag_choices: Vec<Choice>,
+    pub(crate) group_choices: Vec<Choice>,
+    pub(crate) domain_choices: Vec<Choice>,
+    pub(crate) status_choices: Vec<Choice>,
+    pub(crate) sort_choices: Vec<Choice>,
+    /// "Export links": the CSV of every link these filters match.
+    pub(crate) export_href: String,
     pub(crate) groups: Vec<Choice>,
     pub(crate) domains: Vec<Choice>,
     pub(crate) form: CreateForm,
@@ -276,6 +295,9 @@ pub(crate) struct LinkPage {
     pub(crate) status: &'static str,
     pub(crate) is_active: bool,
     pub(crate) long_url: String,
+    pub(crate) link_title: String,
+    /// Tag names joined by ", ", as the form shows them.
+    pub(crate) tags: String,
     pub(crate) expires_at: String,
     pub(crate) forward_query: bool,
     pub(crate) error: Option<String>,

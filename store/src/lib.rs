@@ -20,6 +20,7 @@ mod click_stats;
 mod click_writer;
 mod clicks;
 mod creation;
+pub mod csv;
 mod domains;
 mod error;
 mod groups;
@@ -60,7 +61,10 @@ pub use keys::AuthContext;
 /// The click report's events, as the worker sends them (the contract is `kv-model`'s).
 pub use kv_model::{ClickEvent, Device};
 pub use link_edits::LinkPatch;
-pub use link_export::{ExportBatch, ExportCursor, ExportedLink, MAX_EXPORT_BATCH};
+pub use link_export::{
+    CSV_HEADER, ExportBatch, ExportCursor, ExportedLink, MAX_EXPORT_BATCH, export_head,
+    export_stream, write_batch,
+};
 pub use links::LinkPage;
 pub use listed::ListedLink;
 pub use members::{

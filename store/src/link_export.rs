@@ -8,13 +8,16 @@
 //! In the `short_code` and `clicks` orders a link whose code or count changes between two batches can move across
 //! the cursor (read twice or not at all), as with any paginated read; the README says so.
 
-use crate::domain::{LinkSort, ListQuery};
+use crate::domain::{ExportFormat, LinkSort, ListQuery};
 use crate::error::StoreError;
 use crate::links::{Arg, CLICKS_TOTAL, Conditions, bind_all, conditions, short_code_bytes};
 use crate::listed::{LISTED_COLUMNS, ListedLink};
 use crate::pool::Db;
 use crate::webhooks::emit::is_postgres;
+use futures_util::{Stream, StreamExt as _};
 use sqlx::Row;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
 
 /// Most links read in one batch.
 pub const MAX_EXPORT_BATCH: u32 = 5_000;
@@ -127,6 +130,51 @@ impl Db {
     }
 }
 
+/// An export as a stream of text chunks: `first` (the batch the caller read before answering, so that a failure
+/// there is still an error answer) with the format's head, then each next batch, read only when the stream is
+/// polled for it, that is, as the client takes the body. `bound`, when given, is held while each later batch is
+/// read and written (the caller's bound on CPU-heavy work); nothing is held between batches.
+pub fn export_stream(
+    db: Db,
+    account_id: String,
+    query: ListQuery,
+    format: ExportFormat,
+    first: ExportBatch,
+    batch: u32,
+    bound: Option<Arc<Semaphore>>,
+) -> impl Stream<Item = Result<String, StoreError>> + Send + 'static {
+    let mut head = String::from(export_head(format));
+    write_batch(&mut head, format, &first);
+    let rest = futures_util::stream::unfold(first.next, move |cursor| {
+        let (db, account_id, query, bound) =
+            (db.clone(), account_id.clone(), query.clone(), bound.clone());
+        async move {
+            let cursor = cursor?;
+            let _place = match &bound {
+                Some(b) => b.clone().acquire_owned().await.ok(),
+                None => None,
+            };
+            match db
+                .export_links(&account_id, &query, Some(&cursor), batch)
+                .await
+            {
+                Ok(b) => {
+                    let mut chunk = String::new();
+                    write_batch(&mut chunk, format, &b);
+                    Some((Ok(chunk), b.next))
+                }
+                // The error ends the stream (and the response, cut short).
+                Err(e) => Some((Err(e), None)),
+            }
+        }
+    });
+    // Fused: a body may be polled again after its end (tower-http's compression does), which `unfold` answers
+    // with a panic.
+    futures_util::stream::once(async move { Ok(head) })
+        .chain(rest)
+        .fuse()
+}
+
 /// The condition "after `cursor` in the order of `sort`", binding its values after `binds`.
 fn seek(sort: LinkSort, postgres: bool, cursor: &ExportCursor, binds: &mut Vec<Arg>) -> String {
     let mut bind = |value: Arg| {
@@ -151,6 +199,104 @@ fn seek(sort: LinkSort, postgres: bool, cursor: &ExportCursor, binds: &mut Vec<A
             let n = bind(Arg::Int(cursor.clicks));
             format!("({CLICKS_TOTAL} < {n} OR ({CLICKS_TOTAL} = {n} AND {newer_ties}))")
         }
+    }
+}
+
+/// The CSV header, in the order of [`csv_row`]'s fields.
+pub const CSV_HEADER: &str = "id,short_url,short_code,domain,long_url,title,tags,group_id,group_name,is_active,\
+                          created_at,expires_at,forward_query,clicks\r\n";
+
+/// One exported link as an NDJSON line.
+#[derive(serde::Serialize)]
+struct JsonLine<'a> {
+    id: &'a str,
+    short_url: String,
+    short_code: &'a str,
+    domain: &'a str,
+    long_url: &'a str,
+    title: Option<&'a str>,
+    tags: &'a [String],
+    group_id: &'a str,
+    group_name: &'a str,
+    is_active: bool,
+    created_at: &'a str,
+    expires_at: Option<&'a str>,
+    forward_query: bool,
+    clicks: i64,
+}
+
+/// What an export starts with: CSV's header row, nothing for NDJSON.
+pub fn export_head(format: ExportFormat) -> &'static str {
+    match format {
+        ExportFormat::Csv => CSV_HEADER,
+        ExportFormat::Ndjson => "",
+    }
+}
+
+/// Appends a batch's links in `format`.
+pub fn write_batch(out: &mut String, format: ExportFormat, batch: &ExportBatch) {
+    for l in &batch.links {
+        match format {
+            ExportFormat::Csv => csv_row(out, l),
+            ExportFormat::Ndjson => json_line(out, l),
+        }
+    }
+}
+
+/// One link as a CSV record.
+fn csv_row(out: &mut String, e: &ExportedLink) {
+    let l = &e.link;
+    let short_url = l.short_url();
+    let tags = l.tags.join("|");
+    let clicks = e.clicks.to_string();
+    crate::csv::row(
+        out,
+        &[
+            &l.id,
+            &short_url,
+            &l.short_code,
+            &l.domain,
+            &l.long_url,
+            l.title.as_deref().unwrap_or_default(),
+            &tags,
+            &l.group_id,
+            &e.group_name,
+            bool_text(l.is_active),
+            &l.created_at,
+            l.expires_at.as_deref().unwrap_or_default(),
+            bool_text(l.forward_query),
+            &clicks,
+        ],
+    );
+}
+
+fn bool_text(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+/// One link as an NDJSON line.
+fn json_line(out: &mut String, e: &ExportedLink) {
+    let l = &e.link;
+    let line = JsonLine {
+        id: &l.id,
+        short_url: l.short_url(),
+        short_code: &l.short_code,
+        domain: &l.domain,
+        long_url: &l.long_url,
+        title: l.title.as_deref(),
+        tags: &l.tags,
+        group_id: &l.group_id,
+        group_name: &e.group_name,
+        is_active: l.is_active,
+        created_at: &l.created_at,
+        expires_at: l.expires_at.as_deref(),
+        forward_query: l.forward_query,
+        clicks: e.clicks,
+    };
+    // Strings, booleans and integers only: serialising cannot fail.
+    if let Ok(json) = serde_json::to_string(&line) {
+        out.push_str(&json);
+        out.push('\n');
     }
 }
 

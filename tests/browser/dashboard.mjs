@@ -751,6 +751,65 @@ try {
   assert.equal(await page.getByLabel("Destination URL", { exact: true }).inputValue(), landing2, "saved");
   await edgeRedirects(`/${code}`, landing2, "the edited destination at the edge");
 
+  step("the link's page: a title and tags; the list searches, filters by tag and exports");
+  const linkTitle = `Spring sale ${unique}`;
+  await page.getByLabel("Title", { exact: true }).fill(linkTitle);
+  await page.getByLabel("Tags", { exact: true }).fill(" promo, Mail , PROMO");
+  await page.getByRole("button", { name: "Save link" }).click();
+  await page.waitForURL(/\?done=saved$/);
+  assert.equal(await page.getByLabel("Title", { exact: true }).inputValue(), linkTitle, "the title is saved");
+  assert.equal(await page.getByLabel("Tags", { exact: true }).inputValue(), "Mail, promo", "tags merged and sorted");
+  // A tag the rules refuse: the form says so and keeps what was typed.
+  await page.getByLabel("Tags", { exact: true }).fill("promo, a/b");
+  await page.getByRole("button", { name: "Save link" }).click();
+  assert.equal(await page.getByRole("alert").count(), 1, "a refused tag is explained");
+  assert.equal(await page.getByLabel("Tags", { exact: true }).inputValue(), "promo, a/b", "the typed tags stay");
+  await page.goto(linkPageUrl);
+  // A second link, without the tag, so that the filters have something to leave out.
+  await nav(page, "Links").click();
+  const other = "https://example.com/other-page";
+  await page.getByLabel("Destination URL", { exact: true }).fill(other);
+  await page.getByRole("button", { name: "Create link" }).click();
+  await page.waitForURL("**/dashboard/?done=created");
+  // Search: the title's words find the link, any case; the other link is left out.
+  await page.getByLabel("Search", { exact: true }).fill(`SPRING SALE ${unique}`);
+  await page.getByRole("button", { name: "Filter", exact: true }).click();
+  await page.waitForURL(/[?&]q=/);
+  assert.equal(await linkRow(page, landing2).count(), 1, "search finds the link by its title");
+  assert.equal(await linkRow(page, other).count(), 0, "search leaves the other link out");
+  const chips = linkRow(page, landing2).getByRole("list", { name: "Tags" }).getByRole("link");
+  assert.deepEqual(await chips.allTextContents(), ["Mail", "promo"], "the row shows its tags as chips");
+  await shoot(page, "links-search");
+  // A search of one character: refused with the rule, no list.
+  await page.getByLabel("Search", { exact: true }).fill("s");
+  await page.getByRole("button", { name: "Filter", exact: true }).click();
+  await page.getByRole("alert").waitFor();
+  assert.ok((await page.getByRole("alert").textContent()).includes("Search must be 2 to 200 characters"), "the search rule");
+  // The tag filter, from the select and from a chip.
+  await page.goto(new URL("/dashboard/", DASHBOARD_URL).toString());
+  await page.getByLabel("Tag", { exact: true }).selectOption({ label: "promo" });
+  await page.getByLabel("Sort", { exact: true }).selectOption({ label: "Most clicks" });
+  await page.getByRole("button", { name: "Filter", exact: true }).click();
+  await page.waitForURL(/[?&]tag=promo/);
+  assert.equal(await linkRow(page, landing2).count(), 1, "the tag filter keeps the tagged link");
+  assert.equal(await linkRow(page, other).count(), 0, "and leaves the other out");
+  assert.equal(await page.getByLabel("Tag", { exact: true }).inputValue(), "promo", "the filter shows what it filters by");
+  await shoot(page, "links-tag");
+  await page.goto(new URL("/dashboard/", DASHBOARD_URL).toString());
+  await linkRow(page, landing2).getByRole("link", { name: "Mail", exact: true }).click();
+  await page.waitForURL(/[?&]tag=Mail/);
+  assert.equal(await linkRow(page, other).count(), 0, "a chip filters by its tag");
+  // Export: the CSV of what the filters match.
+  const exportHref = await page.getByRole("link", { name: "Export links", exact: true }).getAttribute("href");
+  const csv = await page.request.get(new URL(exportHref, DASHBOARD_URL).toString());
+  assert.equal(csv.status(), 200, "the export answers");
+  assert.ok(csv.headers()["content-type"].startsWith("text/csv"), "as CSV");
+  const lines = (await csv.text()).trim().split("\r\n");
+  assert.ok(lines[0].startsWith("id,short_url,short_code,domain,long_url,title,tags,"), `the header: ${lines[0]}`);
+  assert.equal(lines.length, 2, `the header and the one tagged link: ${lines.join(" / ")}`);
+  assert.ok(lines[1].includes(linkTitle) && lines[1].includes("Mail|promo"), `the link's row: ${lines[1]}`);
+  await page.goto(linkPageUrl);
+
   step("the link's page: delete");
   await page.getByRole("button", { name: "Delete", exact: true }).click();
   await expectHeading(page, `Delete ${shortUrl}?`);

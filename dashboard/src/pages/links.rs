@@ -1,6 +1,7 @@
 //! Links: the home page (list, filter, pages, create), a link's page (edit, QR code, clicks), pause, resume and
 //! delete. Creation goes through the store's `create_link` like the API's, with the dashboard as the creator.
 
+use super::link_filters::{Filters, any_of};
 use super::{Done, charge_change, nav, see_other, show_time, uuid};
 use crate::DashboardState;
 use crate::chart;
@@ -8,14 +9,15 @@ use crate::error::DashboardError;
 use crate::forms::{CsrfOnly, EditForm, LinkForm, ListParams};
 use crate::session::SignedIn;
 use crate::views::{
-    Abilities, Choice, ConfirmPage, CountRow, CreateForm, LinkItem, LinkPage, LinksPage, render,
+    Abilities, Choice, ConfirmPage, CountRow, CreateForm, LinkItem, LinkPage, LinksPage, TagChip,
+    render,
 };
 use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use link_qr::{Format, QrRequest};
-use shortlink_store::domain::{Day, LongUrl, MatchMode, Micros, Permission, ShortCode};
+use shortlink_store::domain::{Day, LongUrl, Micros, Permission, ShortCode, Tag, Title};
 use shortlink_store::{
     CreateLink, Creator, LinkPatch, ListedLink, StatsScope, StoreError, ValueCount,
 };
@@ -24,8 +26,6 @@ use shortlink_store::{
 const PAGE_SIZE: u32 = 20;
 /// Days in the link page's chart.
 const CHART_DAYS: i64 = 30;
-/// Longest filter value: a destination is at most 2048 characters.
-const MAX_FILTER: usize = 2048;
 
 /// Active, Paused or Expired: what a visitor gets now.
 fn status(link: &ListedLink) -> &'static str {
@@ -41,6 +41,12 @@ fn status(link: &ListedLink) -> &'static str {
     } else {
         "Active"
     }
+}
+
+/// A field's message with the form's label for the API's field name.
+fn readable_field(field: &str, label: &str, message: &str) -> String {
+    let m = message.replacen(field, label, 1);
+    if m.ends_with('.') { m } else { format!("{m}.") }
 }
 
 /// The store's destination messages speak of the API's field; the form says "destination URL".
@@ -73,13 +79,7 @@ async fn links_page(
     notice: Option<&'static str>,
 ) -> Result<LinksPage, DashboardError> {
     let account = &user.account.account_id;
-    let filter: String = params.destination.trim().chars().take(MAX_FILTER).collect();
-    let starts_with = params.match_mode == "starts_with";
-    let mode = if starts_with {
-        MatchMode::StartsWith
-    } else {
-        MatchMode::Exact
-    };
+    let filters = Filters::from_params(params);
     let page: u64 = params
         .page
         .as_deref()
@@ -87,30 +87,17 @@ async fn links_page(
         .filter(|p| *p >= 1 && *p <= 1_000_000)
         .unwrap_or(1);
     let offset = (page - 1) * u64::from(PAGE_SIZE);
-    let listed = state
-        .db
-        .list_links(
-            account,
-            PAGE_SIZE,
-            offset,
-            (!filter.is_empty()).then_some((filter.as_str(), mode)),
-        )
-        .await?;
-    let link_to = |p: u64| {
-        let mut q = form_urlencoded::Serializer::new(String::new());
-        if p > 1 {
-            q.append_pair("page", &p.to_string());
-        }
-        if !filter.is_empty() {
-            q.append_pair("destination", &filter);
-            q.append_pair("match", if starts_with { "starts_with" } else { "exact" });
-        }
-        let q = q.finish();
-        if q.is_empty() {
-            "/dashboard/".to_owned()
-        } else {
-            format!("/dashboard/?{q}")
-        }
+    // Values the API's rules refuse are the form's error; the list is then empty rather than unfiltered, so
+    // nobody mistakes it for the matches.
+    let (listed, filter_error) = match filters.query(PAGE_SIZE, offset) {
+        Ok(query) => (state.db.search_links(account, &query).await?, None),
+        Err(e) => (
+            shortlink_store::LinkPage {
+                total: 0,
+                results: Vec::new(),
+            },
+            Some(readable_filter(&e.detail)),
+        ),
     };
     let shown = u64::try_from(listed.results.len()).unwrap_or(0);
     let total = u64::try_from(listed.total).unwrap_or(0);
@@ -121,35 +108,45 @@ async fn links_page(
             id: l.id.clone(),
             short_url: l.short_url(),
             long_url: l.long_url.clone(),
+            title: l.title.clone(),
+            tags: l
+                .tags
+                .iter()
+                .map(|t| TagChip {
+                    href: Filters {
+                        tag: t.clone(),
+                        ..Filters::default()
+                    }
+                    .href(1),
+                    name: t.clone(),
+                })
+                .collect(),
             status: status(l),
             is_active: l.is_active,
             created: show_time(&l.created_at),
         })
         .collect();
     let (group_sel, domain_sel) = selected.unwrap_or((&user.account.default_group_id, ""));
-    let mut groups: Vec<Choice> = state
-        .db
-        .list_groups(account)
-        .await?
-        .into_iter()
+    let mut group_rows = state.db.list_groups(account).await?;
+    group_rows.sort_by_key(|(_, name)| name.to_lowercase());
+    let groups: Vec<Choice> = group_rows
+        .iter()
         .map(|(id, name)| Choice {
             selected: id == group_sel,
-            value: id,
-            label: name,
+            value: id.clone(),
+            label: name.clone(),
         })
         .collect();
-    groups.sort_by_key(|g| g.label.to_lowercase());
-    let domains = state
-        .db
-        .enabled_domains(account)
-        .await?
-        .into_iter()
+    let domain_rows = state.db.enabled_domains(account).await?;
+    let domains = domain_rows
+        .iter()
         .map(|d| Choice {
             selected: d.id == domain_sel,
-            value: d.id,
-            label: d.domain,
+            value: d.id.clone(),
+            label: d.domain.clone(),
         })
         .collect();
+    let tags = state.db.list_tags(account).await?;
     Ok(LinksPage {
         nav: nav(user, "links"),
         may: Abilities::of(user.account.role),
@@ -159,16 +156,43 @@ async fn links_page(
         total: listed.total,
         first: if shown == 0 { 0 } else { offset + 1 },
         last: offset + shown,
-        prev: (page > 1).then(|| link_to(page - 1)),
-        next: (offset + shown < total).then(|| link_to(page + 1)),
-        filter,
-        starts_with,
-        filtered: !params.destination.trim().is_empty(),
+        prev: (page > 1).then(|| filters.href(page - 1)),
+        next: (offset + shown < total).then(|| filters.href(page + 1)),
+        filtered: filters.narrows() || filter_error.is_some(),
+        tag_choices: any_of(
+            &filters.tag,
+            tags.into_iter().map(|t| (t.name.clone(), t.name)),
+        ),
+        group_choices: any_of(&filters.group, group_rows),
+        domain_choices: any_of(
+            &filters.domain,
+            domain_rows
+                .into_iter()
+                .map(|d| (d.domain.clone(), d.domain)),
+        ),
+        status_choices: filters.status_choices(),
+        sort_choices: filters.sort_choices(),
+        export_href: format!("/dashboard/links/export?{}", filters.export_query()),
+        filters,
+        filter_error,
         groups,
         domains,
         form,
         notice,
     })
+}
+
+/// A refused filter's message as the form says it (the API's names are the form's labels here).
+fn readable_filter(detail: &str) -> String {
+    let m = detail
+        .replacen("q must", "Search must", 1)
+        .replacen(
+            "is_active must be true or false",
+            "Status must be Any, Active or Paused",
+            1,
+        )
+        .replacen("long_url must", "Destination must", 1);
+    if m.ends_with('.') { m } else { format!("{m}.") }
 }
 
 /// `POST /dashboard/links`: the API's rules and hourly limit, with each refusal next to its field.
@@ -292,7 +316,7 @@ async fn link_page(
     state: &DashboardState,
     user: &SignedIn,
     link: ListedLink,
-    typed: Option<(String, String, bool)>,
+    typed: Option<Typed>,
     error: Option<String>,
     notice: Option<&'static str>,
 ) -> Result<LinkPage, DashboardError> {
@@ -308,12 +332,18 @@ async fn link_page(
         )
         .await?
         .ok_or(DashboardError::NotFound)?;
-    let (long_url, expires_at, forward_query) = typed.unwrap_or_else(|| {
-        (
-            link.long_url.clone(),
-            expiry_field(&link),
-            link.forward_query,
-        )
+    let Typed {
+        long_url,
+        title,
+        tags,
+        expires_at,
+        forward_query,
+    } = typed.unwrap_or_else(|| Typed {
+        long_url: link.long_url.clone(),
+        title: link.title.clone().unwrap_or_default(),
+        tags: link.tags.join(", "),
+        expires_at: expiry_field(&link),
+        forward_query: link.forward_query,
     });
     Ok(LinkPage {
         nav: nav(user, "links"),
@@ -325,6 +355,8 @@ async fn link_page(
         is_active: link.is_active,
         id: link.id,
         long_url,
+        link_title: title,
+        tags,
         expires_at,
         forward_query,
         error,
@@ -358,11 +390,13 @@ pub(crate) async fn edit(
     user.check_csrf(&form.csrf)?;
     user.require(Permission::EditLinks)?;
     let link = own_link(&state, &user, &id).await?;
-    let typed = (
-        form.long_url.chars().take(4096).collect::<String>(),
-        form.expires_at.chars().take(40).collect::<String>(),
-        form.forward_query.is_some(),
-    );
+    let typed = Typed {
+        long_url: form.long_url.chars().take(4096).collect(),
+        title: form.title.chars().take(400).collect(),
+        tags: form.tags.chars().take(1024).collect(),
+        expires_at: form.expires_at.chars().take(40).collect(),
+        forward_query: form.forward_query.is_some(),
+    };
     let patch = match patch(&link, &form) {
         Ok(p) => p,
         Err(message) => {
@@ -395,6 +429,15 @@ pub(crate) async fn edit(
     }
 }
 
+/// The edit form's values as typed, shown again with its error.
+struct Typed {
+    long_url: String,
+    title: String,
+    tags: String,
+    expires_at: String,
+    forward_query: bool,
+}
+
 /// The changes the edit form asks for. An expiry left as it was is not sent again, so a link that has expired
 /// can still get a new destination without a "must be in the future" refusal.
 fn patch(link: &ListedLink, form: &EditForm) -> Result<LinkPatch, String> {
@@ -418,10 +461,30 @@ fn patch(link: &ListedLink, form: &EditForm) -> Result<LinkPatch, String> {
         }
         Some(Some(at))
     };
+    let title = Title::parse(&form.title).map_err(|e| readable_field("title", "Title", &e.0))?;
+    let names: Vec<String> = form
+        .tags
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let tags = Tag::parse_list("tags", &names).map_err(|e| readable_field("tags", "Tags", &e.0))?;
+    // Sent only when changed (compared as the store compares tags: case-insensitively), so saving the form
+    // unchanged writes no activity row for them.
+    let same_tags = {
+        let mut old: Vec<String> = link.tags.iter().map(|t| t.to_lowercase()).collect();
+        let mut new: Vec<String> = tags.iter().map(|t| t.key().to_owned()).collect();
+        old.sort();
+        new.sort();
+        old == new
+    };
     Ok(LinkPatch {
         long_url: (long_url.as_str() != link.long_url).then_some(long_url),
         expires_at,
         forward_query: Some(form.forward_query.is_some()),
+        title: (title.as_ref().map(Title::as_str) != link.title.as_deref()).then_some(title),
+        tags: (!same_tags).then_some(tags),
         ..LinkPatch::default()
     })
 }

@@ -7,6 +7,8 @@ pub(crate) mod domains;
 pub(crate) mod groups;
 pub(crate) mod invitations;
 pub(crate) mod key;
+pub(crate) mod link_export;
+pub(crate) mod link_filters;
 pub(crate) mod links;
 pub(crate) mod members;
 pub(crate) mod recovery;

@@ -53,11 +53,11 @@ impl RenderGate {
 }
 
 impl RenderGate {
-    /// A place, however long it takes: for the later parts of an answer already under way (an export's next
-    /// batch), which can no longer be refused. The parts between two turns hold no place, so a slow reader
-    /// never keeps one from the others.
-    pub(crate) async fn turn(&self) -> Option<OwnedSemaphorePermit> {
-        self.permits.clone().acquire_owned().await.ok()
+    /// The places themselves, for the later parts of an answer already under way (an export's next batch), which
+    /// wait for a place however long it takes, since they can no longer be refused. The parts between two places
+    /// hold none, so a slow reader never keeps one from the others.
+    pub(crate) fn places(&self) -> Arc<Semaphore> {
+        self.permits.clone()
     }
 }
 

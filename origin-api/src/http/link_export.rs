@@ -11,28 +11,22 @@
 //! [`Db::export_links`]: shortlink_store::Db::export_links
 //! [`RenderGate`]: super::limits::RenderGate
 
-use super::csv;
 use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors};
 use super::extract::Caller;
 use super::links::FilterParams;
 use super::state::AppState;
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt as _;
-use serde::Serialize;
 use shortlink_store::domain::{ExportFormat, ListQuery};
-use shortlink_store::{Db, ExportBatch, ExportCursor, ExportedLink, StoreError};
+use shortlink_store::export_stream;
 
 /// Links per batch: about 200 KB of CSV, a few milliseconds of reading.
 const BATCH: u32 = 1_000;
-
-/// The CSV header, in the order of [`csv_row`]'s fields.
-const CSV_HEADER: &str = "id,short_url,short_code,domain,long_url,title,tags,group_id,group_name,is_active,\
-                          created_at,expires_at,forward_query,clicks\r\n";
 
 /// The routes of this resource.
 pub(crate) fn router() -> Router<AppState> {
@@ -58,25 +52,6 @@ pub(crate) struct ExportParams {
     /// `csv` (the default) or `ndjson`.
     #[param(inline)]
     format: Option<FormatParam>,
-}
-
-/// One exported link as an NDJSON line.
-#[derive(Serialize)]
-struct JsonLine<'a> {
-    id: &'a str,
-    short_url: String,
-    short_code: &'a str,
-    domain: &'a str,
-    long_url: &'a str,
-    title: Option<&'a str>,
-    tags: &'a [String],
-    group_id: &'a str,
-    group_name: &'a str,
-    is_active: bool,
-    created_at: &'a str,
-    expires_at: Option<&'a str>,
-    forward_query: bool,
-    clicks: i64,
 }
 
 /// Every link of the account that the filters match (the list's filters and sort, by its rules and error codes;
@@ -120,30 +95,24 @@ pub(crate) async fn export_links(
             .export_links(&caller.account_id, &query, None, BATCH)
             .await?
     };
-    let (content_type, file, head) = match format {
-        ExportFormat::Csv => ("text/csv; charset=utf-8", "links.csv", CSV_HEADER),
-        ExportFormat::Ndjson => ("application/x-ndjson", "links.ndjson", ""),
+    let (content_type, file) = match format {
+        ExportFormat::Csv => ("text/csv; charset=utf-8", "links.csv"),
+        ExportFormat::Ndjson => ("application/x-ndjson", "links.ndjson"),
     };
-    let mut first_chunk = String::from(head);
-    write_batch(&mut first_chunk, format, &first);
-    let export = Export {
-        db: state.db.clone(),
-        gate: state.limits.renders.clone(),
-        account_id: caller.account_id.clone(),
+    let body = export_stream(
+        state.db.clone(),
+        caller.account_id.clone(),
         query,
         format,
-    };
-    let rest = futures::stream::unfold((export, first.next), |(export, cursor)| async move {
-        let cursor = cursor?;
-        match export.next_chunk(&cursor).await {
-            Ok((chunk, next)) => Some((Ok(Bytes::from(chunk)), (export, next))),
-            Err(e) => {
-                tracing::warn!(error = %e, "link export failed mid-way; the response is cut short");
-                Some((Err(std::io::Error::other(e.to_string())), (export, None)))
-            }
+        first,
+        BATCH,
+        Some(state.limits.renders.places()),
+    )
+    .inspect(|chunk| {
+        if let Err(e) = chunk {
+            tracing::warn!(error = %e, "link export failed mid-way; the response is cut short");
         }
     });
-    let body = futures::stream::once(async move { Ok(Bytes::from(first_chunk)) }).chain(rest);
     Ok((
         [
             (header::CONTENT_TYPE, content_type.to_owned()),
@@ -155,97 +124,4 @@ pub(crate) async fn export_links(
         Body::from_stream(body),
     )
         .into_response())
-}
-
-/// What the later batches of one export need.
-struct Export {
-    db: Db,
-    gate: super::limits::RenderGate,
-    account_id: String,
-    query: ListQuery,
-    format: ExportFormat,
-}
-
-impl Export {
-    /// The batch after `cursor`, written, and where the one after it starts.
-    async fn next_chunk(
-        &self,
-        cursor: &ExportCursor,
-    ) -> Result<(String, Option<ExportCursor>), StoreError> {
-        let _place = self.gate.turn().await;
-        let batch = self
-            .db
-            .export_links(&self.account_id, &self.query, Some(cursor), BATCH)
-            .await?;
-        let mut chunk = String::new();
-        write_batch(&mut chunk, self.format, &batch);
-        Ok((chunk, batch.next))
-    }
-}
-
-/// Appends a batch's links in `format`.
-fn write_batch(out: &mut String, format: ExportFormat, batch: &ExportBatch) {
-    for l in &batch.links {
-        match format {
-            ExportFormat::Csv => csv_row(out, l),
-            ExportFormat::Ndjson => json_line(out, l),
-        }
-    }
-}
-
-/// One link as a CSV record.
-fn csv_row(out: &mut String, e: &ExportedLink) {
-    let l = &e.link;
-    let short_url = l.short_url();
-    let tags = l.tags.join("|");
-    let clicks = e.clicks.to_string();
-    csv::row(
-        out,
-        &[
-            &l.id,
-            &short_url,
-            &l.short_code,
-            &l.domain,
-            &l.long_url,
-            l.title.as_deref().unwrap_or_default(),
-            &tags,
-            &l.group_id,
-            &e.group_name,
-            bool_text(l.is_active),
-            &l.created_at,
-            l.expires_at.as_deref().unwrap_or_default(),
-            bool_text(l.forward_query),
-            &clicks,
-        ],
-    );
-}
-
-fn bool_text(b: bool) -> &'static str {
-    if b { "true" } else { "false" }
-}
-
-/// One link as an NDJSON line.
-fn json_line(out: &mut String, e: &ExportedLink) {
-    let l = &e.link;
-    let line = JsonLine {
-        id: &l.id,
-        short_url: l.short_url(),
-        short_code: &l.short_code,
-        domain: &l.domain,
-        long_url: &l.long_url,
-        title: l.title.as_deref(),
-        tags: &l.tags,
-        group_id: &l.group_id,
-        group_name: &e.group_name,
-        is_active: l.is_active,
-        created_at: &l.created_at,
-        expires_at: l.expires_at.as_deref(),
-        forward_query: l.forward_query,
-        clicks: e.clicks,
-    };
-    // Strings, booleans and integers only: serialising cannot fail.
-    if let Ok(json) = serde_json::to_string(&line) {
-        out.push_str(&json);
-        out.push('\n');
-    }
 }

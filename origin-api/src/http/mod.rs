@@ -3,7 +3,6 @@
 mod audit;
 mod bulk;
 mod client_ip;
-mod csv;
 mod dynamic;
 mod error;
 mod extract;

@@ -2,7 +2,6 @@
 //! `…/stats` (the whole account), over a range of UTC days, as JSON or CSV. Read from the day counters only.
 //! Another account's link or group, an unknown id and a malformed id all answer 404.
 
-use super::csv;
 use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors};
 use super::extract::{Caller, ResourceId};
 use super::state::AppState;
@@ -12,6 +11,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
+use shortlink_store::csv;
 use shortlink_store::domain::{Day, StatsFormat, StatsQuery};
 use shortlink_store::{ClickStats, StatsScope, ValueCount};
 use utoipa::ToSchema;

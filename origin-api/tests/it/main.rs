@@ -14,6 +14,7 @@ mod cli;
 mod concurrent_deletes;
 mod create_link;
 mod dashboard;
+mod dashboard_links;
 mod dashboard_webhooks;
 mod export;
 mod fallback_blocklist;

@@ -34,7 +34,7 @@ fn invitation_link(page: &Page) -> String {
 }
 
 /// An owner invites `address` as `role` on the Members page; returns the invitation's path.
-async fn invite(owner: &mut Browser, address: &str, role: &str) -> String {
+pub(crate) async fn invite(owner: &mut Browser, address: &str, role: &str) -> String {
     let csrf = owner.get("/dashboard/members").await.csrf();
     let page = owner
         .post(
@@ -48,7 +48,7 @@ async fn invite(owner: &mut Browser, address: &str, role: &str) -> String {
 }
 
 /// A new person accepts an invitation with [`PASSWORD`]; signed in afterwards.
-async fn accept(app: &TestApp, path: &str) -> Browser {
+pub(crate) async fn accept(app: &TestApp, path: &str) -> Browser {
     let mut b = Browser::new(app);
     let page = b
         .post(path, &[("password", PASSWORD), ("confirm", PASSWORD)])

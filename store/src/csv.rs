@@ -1,10 +1,11 @@
-//! CSV out (RFC 4180: CRLF line ends, a field with a comma, quote or line break in double quotes, quotes
-//! doubled). Values can come from visitors (referrer hosts), so a text field that a spreadsheet would read as a
-//! formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) gets a leading `'`, as OWASP advises
-//! against CSV injection.
+//! CSV out, for the statistics and the link export (RFC 4180: CRLF line ends, a field with a comma, quote or line
+//! break in double quotes, quotes doubled). Values can come from visitors (referrer hosts) and users (titles), so a
+//! text field that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage
+//! return) gets a leading `'`, as OWASP advises against CSV injection. In the store because the API and the
+//! dashboard both write the link export.
 
 /// Appends one text field.
-pub(crate) fn text(out: &mut String, value: &str) {
+pub fn text(out: &mut String, value: &str) {
     let guard = matches!(
         value.as_bytes().first(),
         Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r')
@@ -28,7 +29,7 @@ pub(crate) fn text(out: &mut String, value: &str) {
 }
 
 /// Appends one record of text fields and a number, with its line end.
-pub(crate) fn record(out: &mut String, texts: &[&str], number: i64) {
+pub fn record(out: &mut String, texts: &[&str], number: i64) {
     for t in texts {
         text(out, t);
         out.push(',');
@@ -38,7 +39,7 @@ pub(crate) fn record(out: &mut String, texts: &[&str], number: i64) {
 }
 
 /// Appends one record of text fields, with its line end.
-pub(crate) fn row(out: &mut String, fields: &[&str]) {
+pub fn row(out: &mut String, fields: &[&str]) {
     for (i, f) in fields.iter().enumerate() {
         if i > 0 {
             out.push(',');
