@@ -327,6 +327,55 @@ fn args<'a>((id, day, dimension, value): Key<'a>) -> Vec<Arg<'a>> {
     ]
 }
 
+/// Adds a report's clicks to its links' totals of all time (`links.clicks`, read by the list's `sort=clicks` and the
+/// export). Right after the raw events, before the counters: a link deletion locks the link row first too, so the
+/// lock order stays the module's (links, then counters). On PostgreSQL the rows are locked in id order first, so
+/// two reports touching the same links never wait on each other in a cycle; the update itself is one statement per
+/// chunk, `VALUES` rows joined by id (`column1`, `column2` on both engines).
+async fn add_to_link_totals(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    targets: &[Target],
+    clicks: &[(usize, &Event)],
+) -> Result<(), StoreError> {
+    let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
+    for (t, _) in clicks {
+        if let Some(link) = &targets[*t].link_id {
+            *totals.entry(link).or_default() += 1;
+        }
+    }
+    let totals: Vec<(&str, i64)> = totals.into_iter().collect();
+    if !multi_row.anonymous {
+        let ids: Vec<&str> = totals.iter().map(|(id, _)| *id).collect();
+        for (placeholders, chunk) in in_lists(&ids, 1) {
+            let sql = format!(
+                "SELECT id FROM links WHERE id IN ({placeholders}) ORDER BY id FOR NO KEY UPDATE"
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(id);
+            }
+            q.fetch_all(&mut *conn).await?;
+        }
+    }
+    let mut rest = totals.as_slice();
+    for n in multi_row.chunks(totals.len(), 2) {
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let sql = format!(
+            "UPDATE links SET clicks = links.clicks + v.column2 FROM (VALUES {}) AS v \
+             WHERE links.id = v.column1",
+            multi_row.values(n, 2)
+        );
+        let mut q = sqlx::query(&sql);
+        for (id, n) in chunk {
+            q = q.bind(*id).bind(*n);
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 /// Adds a report's clicks to the link, group and account counters: added up in memory first, so each counter
 /// row is written once, in key order (the lock order, see the module's documentation).
 async fn count(
@@ -472,6 +521,7 @@ pub(crate) async fn record_reports(
         stored.push(before..clicks.len());
     }
     insert_events(conn, multi_row, &targets.list, &clicks).await?;
+    add_to_link_totals(conn, multi_row, &targets.list, &clicks).await?;
     count(conn, multi_row, &targets.list, &clicks).await?;
     emit_clicked(conn, &targets.list, &clicks, &stored).await?;
     Ok(outcomes)

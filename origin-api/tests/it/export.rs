@@ -2,7 +2,7 @@
 //! `|`, group names, clicks), NDJSON, every list filter and sort applied as the list applies it, the keyset
 //! batches walking every order without a gap or a repeat, isolation between accounts, and the errors.
 
-use crate::common::{Account, Engine, TestApp, assert_error};
+use crate::common::{Account, Engine, TestApp, TestDb, assert_error};
 use reqwest::Method;
 use serde_json::{Value, json};
 use shortlink_store::domain::{ListQuery, Micros};
@@ -386,7 +386,135 @@ async fn export_errors(engine: Engine) {
     app.stop().await;
 }
 
+/// Each link's stored total of clicks (the export's `clicks`, the list's `sort=clicks`) is exact under concurrent
+/// click reports over the same links in different orders (on PostgreSQL they lock the link rows in id order, so
+/// this also finds a deadlock), and matches its day counters.
+async fn click_totals_stay_exact(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    app.platform_domain("sho.rt").await;
+    let acc = app.account(true).await;
+    let codes = ["tot1", "tot2", "tot3", "tot4", "tot5"];
+    for code in codes {
+        create(
+            &app,
+            &acc,
+            json!({"long_url": "https://example.com/", "short_code": code}),
+        )
+        .await;
+    }
+    let now = Micros::now().0 / 1000;
+    let mut tasks = Vec::new();
+    for task in 0..8usize {
+        let db = app.db.clone();
+        let group = acc.default_group_id.clone();
+        tasks.push(tokio::spawn(async move {
+            for round in 0..5usize {
+                // Each report names every link, starting at a different one (and so in a different order).
+                let events = (0..10)
+                    .map(|i| shortlink_store::ClickEvent {
+                        host: "sho.rt".to_owned(),
+                        short_code: Some(codes[(task + round + i) % codes.len()].to_owned()),
+                        group_id: group.clone(),
+                        at: now - (i as i64 % 3) * 86_400_000,
+                        country: None,
+                        referer_host: None,
+                        device: shortlink_store::Device::Desktop,
+                        id: None,
+                    })
+                    .collect();
+                db.record_clicks(None, events).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let rows = csv_rows(&app, &acc, "sort=clicks").await;
+    assert_eq!(rows.len(), 5);
+    for r in &rows {
+        assert_eq!(
+            r["clicks"], "80",
+            "8 tasks × 5 reports × 2 clicks of {}",
+            r["short_code"]
+        );
+        let stats = app
+            .send(
+                Method::GET,
+                &acc.key,
+                &format!("{LINKS}/{}/stats", r["id"]),
+                None,
+            )
+            .await
+            .1;
+        assert_eq!(stats["total"], 80, "the day counters agree");
+    }
+    app.stop().await;
+}
+
+/// Migration 0014 fills the stored totals from the day counters of the clicks before it.
+async fn migration_totals_earlier_clicks(engine: Engine) {
+    let test_db = TestDb::migrated_to(engine, 13).await;
+    let pool = sqlx::AnyPool::connect(&test_db.url).await.unwrap();
+    let (acc, group, domain) = (
+        uuid::Uuid::new_v4().to_string(),
+        uuid::Uuid::new_v4().to_string(),
+        uuid::Uuid::new_v4().to_string(),
+    );
+    let (clicked, quiet) = (
+        uuid::Uuid::new_v4().to_string(),
+        uuid::Uuid::new_v4().to_string(),
+    );
+    let statements: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "INSERT INTO accounts (id, email, api_access, default_group_id, created_at) VALUES ($1, 'm@example.com', 1, $2, 0)",
+            vec![&acc, &group],
+        ),
+        (
+            "INSERT INTO groups (id, account_id, name, key, settings, created_at) VALUES ($1, $2, 'Default', 'k', '{}', 0)",
+            vec![&group, &acc],
+        ),
+        (
+            "INSERT INTO domains (id, host, is_platform, enabled, created_at) VALUES ($1, 'sho.rt', 1, 1, 0)",
+            vec![&domain],
+        ),
+        (
+            "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, created_at) \
+             VALUES ($1, $2, $3, $4, 'abc', 'https://example.com/', 0), ($5, $2, $3, $4, 'def', 'https://example.com/', 1)",
+            vec![&clicked, &acc, &group, &domain, &quiet],
+        ),
+        // Two days, three clicks, each counted in all three dimensions.
+        (
+            "INSERT INTO link_click_counts (link_id, day, dimension, value, group_id, clicks) VALUES \
+             ($1, 19000, 'device', 'mobile', $2, 2), ($1, 19001, 'device', 'desktop', $2, 1), \
+             ($1, 19000, 'country', 'DE', $2, 2), ($1, 19001, 'country', '', $2, 1), \
+             ($1, 19000, 'referrer', '', $2, 2), ($1, 19001, 'referrer', 'a.example', $2, 1)",
+            vec![&clicked, &group],
+        ),
+    ];
+    for (sql, binds) in statements {
+        let mut q = sqlx::query(sql);
+        for b in binds {
+            q = q.bind(b);
+        }
+        q.execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+    let db = shortlink_store::Db::connect(&test_db.url, 2).await.unwrap();
+    db.migrate().await.unwrap();
+    let query = ListQuery::parse(Some("sort=clicks")).unwrap();
+    let batch = db.export_links(&acc, &query, None, 10).await.unwrap();
+    let got: Vec<(&str, i64)> = batch
+        .links
+        .iter()
+        .map(|e| (e.link.short_code.as_str(), e.clicks))
+        .collect();
+    assert_eq!(got, [("abc", 3), ("def", 0)]);
+    db.close().await;
+}
+
 both_engines!(
+    click_totals_stay_exact,
+    migration_totals_earlier_clicks,
     columns_formats_and_filters,
     batches_walk_every_order,
     export_errors,
