@@ -100,6 +100,10 @@ pub struct ServeArgs {
     #[arg(long, env = "MAX_GROUPS_PER_ACCOUNT", default_value_t = DEFAULT_MAX_GROUPS_PER_ACCOUNT,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_groups_per_account: u32,
+    /// Links an account may import (`POST links/import`) per UTC day; rows beyond it fail with `import_limit`.
+    #[arg(long, env = "IMPORT_LIMIT_PER_DAY", default_value_t = shortlink_store::DEFAULT_IMPORT_LIMIT_PER_DAY,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    import_limit_per_day: u32,
     /// PNG QR codes and CSV exports made at once; beyond it a request waits up to 2 s, then gets 503.
     /// Default: the number of cores.
     #[arg(long, env = "RENDER_CONCURRENCY",
@@ -189,6 +193,8 @@ impl From<ServeArgs> for Settings {
             password_hash_wait: shortlink_store::DEFAULT_HASH_WAIT,
             write_limit_per_minute: a.write_limit_per_minute,
             max_groups_per_account: a.max_groups_per_account,
+            import_limit_per_day: a.import_limit_per_day,
+            import_runner: true,
             // Bounded by its parser (1024).
             render_concurrency: a
                 .render_concurrency

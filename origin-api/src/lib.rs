@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod http;
+pub mod imports;
 pub mod publisher;
 pub mod retention;
 pub mod startup;

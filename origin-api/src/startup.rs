@@ -78,6 +78,10 @@ pub struct Settings {
     pub write_limit_per_minute: u32,
     /// Most groups an account may have, its default group included.
     pub max_groups_per_account: u32,
+    /// Links an account may import per UTC day.
+    pub import_limit_per_day: u32,
+    /// Whether this process runs imports (not an operator setting: a test plays the runners itself).
+    pub import_runner: bool,
     /// PNG QR codes and CSV exports made at once in this process (at least 1)…
     pub render_concurrency: usize,
     /// …and how long one beyond waits for a place before it gets 503.
@@ -141,6 +145,8 @@ impl Settings {
             password_hash_wait: DEFAULT_HASH_WAIT,
             write_limit_per_minute: DEFAULT_WRITE_LIMIT_PER_MINUTE,
             max_groups_per_account: DEFAULT_MAX_GROUPS_PER_ACCOUNT,
+            import_limit_per_day: shortlink_store::DEFAULT_IMPORT_LIMIT_PER_DAY,
+            import_runner: true,
             render_concurrency: default_render_concurrency(),
             render_wait: RENDER_WAIT,
             validate_burst: DEFAULT_VALIDATE_BURST,
@@ -206,6 +212,7 @@ pub struct Application {
     sink: Option<Sink>,
     retention: Retention,
     prune_interval: Duration,
+    import_runner: bool,
 }
 
 /// Forwards every commit signal handlers give (`wake`) to the publisher and to the webhook loop, which each wait
@@ -339,6 +346,7 @@ impl Application {
             mailer,
             signup_open: settings.signup == SignupMode::Open,
             webhooks: WebhookHandle::new(settings.webhooks),
+            imports: crate::imports::ImportHandle::new(settings.import_limit_per_day),
         };
         Ok(Self {
             listener,
@@ -352,6 +360,7 @@ impl Application {
                 audit_days: settings.audit_retention_days,
             },
             prune_interval: settings.prune_interval,
+            import_runner: settings.import_runner,
         })
     }
 
@@ -412,6 +421,13 @@ impl Application {
                 None
             }
         };
+        let imports = self.import_runner.then(|| {
+            tokio::spawn(crate::imports::run(
+                db.clone(),
+                self.state.imports.clone(),
+                stopped.clone(),
+            ))
+        });
         let retention = tokio::spawn(crate::retention::run(
             db.clone(),
             self.retention,
@@ -484,6 +500,9 @@ impl Application {
         }
         let _ = retention.await;
         let _ = webhooks.await;
+        if let Some(i) = imports {
+            let _ = i.await;
+        }
         let _ = relay.await;
         db.close().await;
         result

@@ -27,6 +27,8 @@ pub enum Entity {
     WebhookEvent,
     /// A tag of the account (that some link carries).
     Tag,
+    /// A link import (of the account).
+    Import,
 }
 
 impl fmt::Display for Entity {
@@ -42,6 +44,7 @@ impl fmt::Display for Entity {
             Self::Webhook => "webhook",
             Self::WebhookEvent => "webhook event",
             Self::Tag => "tag",
+            Self::Import => "import",
         })
     }
 }

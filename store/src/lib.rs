@@ -28,6 +28,7 @@ mod ids;
 mod keys;
 mod link_edits;
 mod link_export;
+mod link_import;
 mod link_tags;
 mod link_writer;
 mod links;
@@ -64,6 +65,10 @@ pub use link_edits::LinkPatch;
 pub use link_export::{
     CSV_HEADER, ExportBatch, ExportCursor, ExportedLink, MAX_EXPORT_BATCH, export_head,
     export_stream, write_batch,
+};
+pub use link_import::{
+    DEFAULT_IMPORT_LIMIT_PER_DAY, FileError, ImportProblem, ImportStatus, MAX_IMPORT_BYTES,
+    MAX_OPEN_IMPORTS, MAX_REPORTED_ERRORS, check_file,
 };
 pub use links::LinkPage;
 pub use listed::ListedLink;

@@ -195,7 +195,7 @@ impl Db {
     /// requested domain if the caller may use it (an enabled platform domain or their own
     /// active custom domain), else the oldest enabled platform domain (spec 4.1). One
     /// statement: every statement costs two thread hand-offs in sqlx's SQLite driver.
-    async fn resolve_target(&self, req: &CreateLink) -> Result<Target, StoreError> {
+    pub(crate) async fn resolve_target(&self, req: &CreateLink) -> Result<Target, StoreError> {
         // The destination's host and its parents, checked against the blocklist in the same
         // statement: $4, $5, …
         let parents = blocklist::parent_domains(req.long_url.host());
@@ -254,8 +254,8 @@ impl Db {
                     .execute(&mut *tx)
                     .await?;
             }
-            // The dashboard's creations serialise on the account row instead.
-            Creator::Dashboard => {
+            // The dashboard's creations serialise on the account row instead (imports do not come this way).
+            Creator::Dashboard | Creator::Import(_) => {
                 sqlx::query("UPDATE accounts SET link_count = link_count WHERE id = $1")
                     .bind(&req.account_id)
                     .execute(&mut *tx)

@@ -8,6 +8,7 @@ mod error;
 mod extract;
 mod groups;
 mod health;
+mod imports;
 mod internal;
 mod limits;
 mod link_edits;
@@ -58,6 +59,7 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
             .merge(links::router())
             .merge(link_edits::router())
             .merge(link_export::router())
+            .merge(imports::router())
             .merge(qr::router())
             .merge(bulk::router())
             .merge(groups::router())

@@ -36,6 +36,8 @@ pub(crate) fn router() -> axum::Router<AppState> {
         super::links::list_links,
         super::links::enabled_domains,
         super::link_export::export_links,
+        super::imports::queue_import,
+        super::imports::import_status,
         super::link_edits::get_link,
         super::link_edits::patch_link,
         super::link_edits::delete_link,

@@ -37,6 +37,8 @@ pub struct AppState {
     pub signup_open: bool,
     /// The webhook loop's wake-up and settings, and the test pings' sender.
     pub webhooks: crate::webhooks::WebhookHandle,
+    /// The import runner's wake-up and the imports' daily budget.
+    pub imports: crate::imports::ImportHandle,
 }
 
 impl FromRef<AppState> for ClientAddrRule {

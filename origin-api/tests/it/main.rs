@@ -21,6 +21,7 @@ mod fallback_blocklist;
 mod faults;
 mod groups;
 mod hardening;
+mod imports;
 mod isolation;
 mod lifecycle;
 mod listing;

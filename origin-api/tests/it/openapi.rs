@@ -18,6 +18,8 @@ const ENDPOINTS: &[(&str, &str, bool)] = &[
     ("/api/v1/external/stats", "get", true),
     ("/api/v1/external/audit-log", "get", true),
     ("/api/v1/external/links/export", "get", true),
+    ("/api/v1/external/links/import", "post", true),
+    ("/api/v1/external/links/imports/{id}", "get", true),
     ("/api/v1/external/tags", "get", true),
     ("/api/v1/external/tags/{name}", "patch", true),
     ("/api/v1/external/tags/{name}", "delete", true),
