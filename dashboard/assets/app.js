@@ -7,6 +7,7 @@ const COPIED_MS = 1500;
 
 setUpCopyButtons();
 setUpBuilder();
+setUpImportProgress();
 
 function setUpCopyButtons() {
   const labels = new WeakMap();
@@ -134,4 +135,41 @@ async function buildUrl(form, field) {
   });
   const token = await buildToken(form.dataset.groupKey, payload);
   return dynamicLinkUrl(domain, form.dataset.groupId, token);
+}
+
+// An import's page: moves the progress bar and the counts while the job runs, from the job's status, then reloads
+// once it has ended so that the page shows the problems (the page is right on reload at any time without this).
+function setUpImportProgress() {
+  const bar = document.querySelector("progress[data-poll]");
+  if (!bar || bar.dataset.ended === "true") {
+    return;
+  }
+  const state = document.getElementById("import-state");
+  const counts = document.getElementById("import-counts");
+  const tick = async () => {
+    let job;
+    try {
+      const res = await fetch(bar.dataset.poll, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!res.ok) {
+        throw new Error(String(res.status));
+      }
+      job = await res.json();
+    } catch {
+      setTimeout(tick, 3000);
+      return;
+    }
+    bar.max = job.total;
+    bar.value = job.processed;
+    bar.textContent = `${job.processed} of ${job.total}`;
+    state.textContent = job.state;
+    for (const span of counts.querySelectorAll("[data-count]")) {
+      span.textContent = String(job[span.dataset.count]);
+    }
+    if (job.status === "done" || job.status === "failed") {
+      location.reload();
+      return;
+    }
+    setTimeout(tick, 1000);
+  };
+  setTimeout(tick, 1000);
 }

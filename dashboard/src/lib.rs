@@ -29,6 +29,10 @@ use tokio::sync::Notify;
 
 /// The largest form body accepted; a larger one gets 413.
 pub const MAX_FORM_BYTES: usize = 16 * 1024;
+/// The import form's body: the file (the API's limit) and the multipart framing around it.
+pub const MAX_IMPORT_FORM_BYTES: usize = shortlink_store::MAX_IMPORT_BYTES + 64 * 1024;
+/// The one route that takes a larger body than a form: the import's file.
+pub(crate) const IMPORT_PATH: &str = "/dashboard/links/import";
 
 /// How the dashboard is reached and what it shares with the rest of the origin.
 #[derive(Debug, Clone)]
@@ -59,6 +63,17 @@ pub struct DashboardState {
     pub signup_open: bool,
     /// What the Webhooks page needs from the origin.
     pub webhooks: DashboardWebhooks,
+    /// What the Import page needs from the origin.
+    pub imports: DashboardImports,
+}
+
+/// What the Import page needs from the origin: the import runner's wake-up and the daily budget.
+#[derive(Debug, Clone)]
+pub struct DashboardImports {
+    /// Poked after an import is queued.
+    pub wake: Arc<Notify>,
+    /// Links an account may import per UTC day.
+    pub limit_per_day: u32,
 }
 
 /// What the Webhooks page needs from the origin: the operator's rule on private targets (for the URL checks made
@@ -91,8 +106,8 @@ pub trait WebhookTester: std::fmt::Debug + Send + Sync {
 /// merged into the origin's router.
 pub fn router(state: DashboardState) -> Router {
     use pages::{
-        activity, auth, domains, groups, invitations, key, link_export, links, members, recovery,
-        signup, webhooks,
+        activity, auth, domains, groups, imports, invitations, key, link_export, links, members,
+        recovery, signup, webhooks,
     };
     Router::new()
         .route(
@@ -102,6 +117,14 @@ pub fn router(state: DashboardState) -> Router {
         .route("/dashboard/", get(links::index))
         .route("/dashboard/links", post(links::create))
         .route("/dashboard/links/export", get(link_export::export))
+        .route(
+            IMPORT_PATH,
+            get(imports::page)
+                .post(imports::upload)
+                .layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_FORM_BYTES)),
+        )
+        .route("/dashboard/links/imports/{id}", get(imports::show))
+        .route("/dashboard/links/imports/{id}/status", get(imports::status))
         .route("/dashboard/links/{id}", get(links::show).post(links::edit))
         .route("/dashboard/links/{id}/pause", post(links::pause))
         .route("/dashboard/links/{id}/resume", post(links::resume))

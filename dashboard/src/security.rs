@@ -29,7 +29,14 @@ pub(crate) async fn guard(
         && !same_origin(req.headers(), state.public_origin.as_deref())
     {
         DashboardError::CrossSite.into_response()
-    } else if declared_len.is_some_and(|n| n > crate::MAX_FORM_BYTES as u64) {
+    } else if declared_len.is_some_and(|n| {
+        let limit = if req.uri().path() == crate::IMPORT_PATH {
+            crate::MAX_IMPORT_FORM_BYTES
+        } else {
+            crate::MAX_FORM_BYTES
+        };
+        n > limit as u64
+    }) {
         // Refused with our page before the body is read; a chunked body without a length meets the body limit.
         DashboardError::TooLarge.into_response()
     } else {

@@ -456,3 +456,27 @@ pub(crate) struct WebhookPage {
     /// The edit form: the endpoint's values, or what was typed before a refusal.
     pub(crate) form: WebhookForm,
 }
+
+#[derive(Template)]
+#[template(path = "import.html")]
+pub(crate) struct ImportPage {
+    pub(crate) nav: Option<Nav>,
+    pub(crate) title: &'static str,
+    pub(crate) csrf: String,
+    pub(crate) limit_per_day: u32,
+    pub(crate) max_megabytes: usize,
+    pub(crate) error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "import_job.html")]
+pub(crate) struct ImportJobPage {
+    pub(crate) nav: Option<Nav>,
+    pub(crate) title: &'static str,
+    pub(crate) job: shortlink_store::ImportStatus,
+    /// What the heading says of the job's status.
+    pub(crate) state: &'static str,
+    pub(crate) ended: bool,
+    /// Where the page's script reads the counts while the job runs.
+    pub(crate) status_url: String,
+}

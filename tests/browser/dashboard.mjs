@@ -810,6 +810,65 @@ try {
   assert.ok(lines[1].includes(linkTitle) && lines[1].includes("Mail|promo"), `the link's row: ${lines[1]}`);
   await page.goto(linkPageUrl);
 
+  step("import: a CSV file, the progress bar moving without a reload, then the problems by row");
+  await nav(page, "Links").click();
+  await page.getByRole("link", { name: "Import links", exact: true }).click();
+  await expectHeading(page, "Import links");
+  await shoot(page, "import");
+  const IMPORTED = 10_000;
+  const importRows = [`long_url,short_code,title,tags,group`];
+  for (let i = 0; i < IMPORTED; i++) importRows.push(`https://example.com/imported/${i},imp-${unique}-${i},Row ${i},bulk,Imported`);
+  importRows.push("http://example.com/not-https,,,,", "https://example.com/bad-tag,,,a/b,");
+  await page.getByLabel("CSV file", { exact: true }).setInputFiles({
+    name: "links.csv",
+    mimeType: "text/csv",
+    buffer: Buffer.from(importRows.join("\r\n") + "\r\n"),
+  });
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+  await page.waitForURL(/\/dashboard\/links\/imports\/[0-9a-f-]{36}$/);
+  const importUrl = page.url();
+  const bar = page.locator("progress#import-progress");
+  assert.equal(await bar.getAttribute("max"), String(IMPORTED + 2), "the bar's end is the file's rows");
+  // A mark on this document: gone after a reload, so a bar that moves while it is there moved without one.
+  await page.evaluate(() => { window.__importPage = true; });
+  let movedInPlace = false;
+  let reloadedMidway = false;
+  let midwayValue = -1;
+  await poll(
+    async () => {
+      const seen = await page.evaluate(() => {
+        const p = document.querySelector("progress#import-progress");
+        return { same: window.__importPage === true, value: p ? p.value : -1, max: p ? p.max : -1,
+                 done: document.querySelector("h2#import-state")?.textContent === "Done" };
+      }).catch(() => ({ same: false, value: -1, max: -1, done: false }));
+      if (seen.same && seen.value > 0 && seen.value < seen.max) movedInPlace = true;
+      // Once, mid-way: a reload shows where the job is (the page is right without its script too).
+      if (movedInPlace && !reloadedMidway && !seen.done) {
+        reloadedMidway = true;
+        await page.reload();
+        midwayValue = Number(await bar.getAttribute("value"));
+        await shoot(page, "import-running");
+        await page.evaluate(() => { window.__importPage = true; });
+      }
+      return seen.done;
+    },
+    "the import reaches the end",
+    { ms: 240_000 },
+  );
+  assert.ok(movedInPlace, "the progress bar moved while the job ran, without a reload");
+  assert.ok(midwayValue > 0 && midwayValue <= IMPORTED + 2, `on reload mid-way the bar shows the progress: ${midwayValue}`);
+  assert.equal(await bar.getAttribute("value"), String(IMPORTED + 2), "the bar at its end");
+  await expectText(page, `${IMPORTED} links created, 2 rows refused`);
+  const importProblems = await tableRows(page, "Problems by row");
+  assert.deepEqual(importProblems.map((r) => r.slice(0, 2)), [[String(IMPORTED + 2), "validation_error"], [String(IMPORTED + 3), "validation_error"]], JSON.stringify(importProblems));
+  await shoot(page, "import-done");
+  await page.goto(importUrl);
+  assert.equal(await bar.getAttribute("value"), String(IMPORTED + 2), "right on reload");
+  await page.goto(new URL(`/dashboard/?q=imp-${unique}-999`, DASHBOARD_URL).toString());
+  // imp-…-999 and imp-…-9990 to 9999.
+  assert.equal(await page.locator("table.links tbody tr").count(), 11, "the imported links are listed and found");
+  await page.goto(linkPageUrl);
+
   step("the link's page: delete");
   await page.getByRole("button", { name: "Delete", exact: true }).click();
   await expectHeading(page, `Delete ${shortUrl}?`);

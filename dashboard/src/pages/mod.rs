@@ -5,6 +5,7 @@ pub(crate) mod activity;
 pub(crate) mod auth;
 pub(crate) mod domains;
 pub(crate) mod groups;
+pub(crate) mod imports;
 pub(crate) mod invitations;
 pub(crate) mod key;
 pub(crate) mod link_export;

@@ -94,6 +94,10 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
                     allow_private: state.webhooks.settings.allow_private,
                     tester: std::sync::Arc::new(state.webhooks.clone()),
                 },
+                imports: shortlink_dashboard::DashboardImports {
+                    wake: state.imports.wake.clone(),
+                    limit_per_day: state.imports.limit_per_day,
+                },
             },
         ));
     }

@@ -184,4 +184,117 @@ async fn filters_titles_tags_and_export(engine: Engine) {
     app.stop().await;
 }
 
-both_engines!(filters_titles_tags_and_export);
+/// The import form's body: `csrf`, then `file`, as a browser sends them.
+fn multipart(csrf: &str, file: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "----shortlink-test-boundary";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"links.csv\"\r\n\
+         Content-Type: text/csv\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(file);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+async fn upload(b: &Browser, csrf: &str, file: &[u8]) -> (StatusCode, String, String) {
+    let (ctype, body) = multipart(csrf, file);
+    let mut req = b
+        .client
+        .post(format!("{}/dashboard/links/import", b.base))
+        .header("content-type", ctype)
+        .body(body);
+    if let Some(c) = &b.cookie {
+        req = req.header("cookie", c);
+    }
+    if let Some(o) = &b.origin {
+        req = req.header("origin", o);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status();
+    let location = r
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, location, r.text().await.unwrap_or_default())
+}
+
+/// "Import links": CSRF, roles, the file's refusals on the form, the job's page and status, isolation.
+async fn import_through_the_form(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    app.platform_domain("sho.rt").await;
+    let mut owner = Browser::new(&app);
+    owner.join(&app, &email()).await;
+    let csrf = owner.get("/dashboard/links/import").await.csrf();
+    let file = b"long_url,title\nhttps://example.com/a,<b>A</b>\nftp://example.com/x,\n";
+    let (s, _, _) = upload(&owner, "wrong", file).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "no CSRF token, nothing queued");
+    let (s, _, body) = upload(&owner, &csrf, b"url\nx\n").await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("long_url"), "{body}");
+    let (s, _, body) = upload(&owner, &csrf, b"").await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("Choose a CSV file"), "{body}");
+    let (s, _, body) = upload(&owner, &csrf, &[0xff, 0xfe]).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("UTF-8"), "{body}");
+    let (s, location, _) = upload(&owner, &csrf, file).await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    assert!(
+        location.starts_with("/dashboard/links/imports/"),
+        "{location}"
+    );
+    // The job's page: right at any time, the problems once done, markup escaped.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let page = loop {
+        let page = owner.get(&location).await;
+        assert_eq!(page.status, StatusCode::OK);
+        if page.body.contains("<h2 id=\"import-state\">Done</h2>") {
+            break page;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", page.body);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(page.body.contains(r#"max="2" value="2""#), "{}", page.body);
+    assert!(
+        page.body.contains("long_url must start with https://"),
+        "{}",
+        page.body
+    );
+    let status = owner.get(&format!("{location}/status")).await;
+    let json: serde_json::Value = serde_json::from_str(&status.body).unwrap();
+    assert_eq!(json["status"], "done");
+    assert_eq!(
+        (json["created"].as_i64(), json["failed"].as_i64()),
+        (Some(1), Some(1))
+    );
+    // Another account's people see nothing of it.
+    let mut stranger = Browser::new(&app);
+    stranger.join(&app, &email()).await;
+    assert_eq!(stranger.get(&location).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        stranger.get(&format!("{location}/status")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    // A viewer of the account may not import.
+    let mut viewer = accept(&app, &invite(&mut owner, &email(), "viewer").await).await;
+    assert_eq!(
+        viewer.get("/dashboard/links/import").await.status,
+        StatusCode::FORBIDDEN
+    );
+    let viewer_csrf = viewer.get("/dashboard/").await.csrf();
+    let (s, _, _) = upload(&viewer, &viewer_csrf, file).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    assert!(
+        !viewer
+            .get("/dashboard/")
+            .await
+            .body
+            .contains("Import links")
+    );
+    app.stop().await;
+}
+
+both_engines!(filters_titles_tags_and_export, import_through_the_form);
