@@ -45,7 +45,7 @@ pub(crate) fn bind_all<'q>(
 
 /// The `AND …` conditions of a list query's filters over `links l`, with their values bound from `$2` on (`$1` is
 /// the account). Shared by the list and the export, which must select exactly the same links.
-pub(crate) fn conditions(query: &ListQuery) -> Conditions {
+pub(crate) fn conditions(query: &ListQuery, postgres: bool) -> Conditions {
     // $1 is the account; each condition binds the next numbers.
     let mut binds: Vec<Arg> = Vec::new();
     let mut conditions = String::new();
@@ -69,13 +69,25 @@ pub(crate) fn conditions(query: &ListQuery) -> Conditions {
         }
     }
     if let Some(q) = &query.q {
-        // Literal: `%`, `_` and `\` are ordinary characters of `q`.
-        let escaped = q
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        let p = next(&mut binds, Arg::Text(format!("%{escaped}%")));
-        conditions.push_str(&format!(" AND l.search_text LIKE {p} ESCAPE '\\'"));
+        if !postgres && q.chars().count() >= 3 {
+            // SQLite's trigram index (migration 0016): a quoted phrase matches as a substring, every character
+            // literal. Shorter than a trigram, `q` cannot use it and scans (below).
+            let p = next(
+                &mut binds,
+                Arg::Text(format!("\"{}\"", q.replace('"', "\"\""))),
+            );
+            conditions.push_str(&format!(
+                " AND l.rowid IN (SELECT rowid FROM links_search WHERE links_search MATCH {p})"
+            ));
+        } else {
+            // Literal: `%`, `_` and `\` are ordinary characters of `q`. PostgreSQL's pg_trgm GIN index serves it.
+            let escaped = q
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            let p = next(&mut binds, Arg::Text(format!("%{escaped}%")));
+            conditions.push_str(&format!(" AND l.search_text LIKE {p} ESCAPE '\\'"));
+        }
     }
     for tag in &query.tags {
         let p = next(&mut binds, Arg::Text(tag.key().to_owned()));
@@ -296,7 +308,7 @@ impl Db {
         let Conditions {
             sql: conditions,
             binds,
-        } = conditions(query);
+        } = conditions(query, postgres);
         let total: i64 = if !query.is_filtered() {
             // The counter kept by create_link: one row instead of a count over the account.
             sqlx::query("SELECT link_count FROM accounts WHERE id = $1")

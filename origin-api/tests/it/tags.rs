@@ -693,7 +693,63 @@ async fn filter_errors(engine: Engine) {
     app.stop().await;
 }
 
+/// The search index follows every change of what `q` searches (SQLite's trigram index is kept by triggers), and
+/// a `q` with a double quote, a percent sign or of two characters is literal.
+async fn search_follows_changes(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    app.platform_domain("sho.rt").await;
+    let acc = app.account(true).await;
+    let l = create(
+        &app,
+        &acc,
+        json!({"long_url": "https://example.com/alpha", "short_code": "srch1", "title": "Say \"hi\" 100%"}),
+    )
+    .await;
+    let id = l["id"].as_str().unwrap();
+    let found = |q: &'static str| {
+        let (app, acc) = (&app, &acc);
+        async move { codes(app, acc, q).await.1 }
+    };
+    assert_eq!(found("q=alpha").await, ["srch1"]);
+    assert_eq!(
+        found("q=%22hi%22").await,
+        ["srch1"],
+        "a double quote is literal"
+    );
+    assert_eq!(
+        found("q=100%25").await,
+        ["srch1"],
+        "a percent sign is literal"
+    );
+    assert_eq!(found("q=hi").await, ["srch1"], "two characters");
+    let path = format!("{LINKS}/{id}");
+    let (s, _) = app
+        .send(
+            Method::PATCH,
+            &acc.key,
+            &path,
+            Some(json!({"title": "Gamma", "long_url": "https://example.com/delta"})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert!(
+        found("q=alpha").await.is_empty(),
+        "the old destination is gone from the index"
+    );
+    assert!(found("q=%22hi%22").await.is_empty(), "the old title too");
+    assert_eq!(found("q=gamma").await, ["srch1"]);
+    assert_eq!(found("q=delta").await, ["srch1"]);
+    let (s, _) = app.send(Method::DELETE, &acc.key, &path, None).await;
+    assert_eq!(s, 204);
+    assert!(
+        found("q=gamma").await.is_empty(),
+        "a deleted link is gone from the index"
+    );
+    app.stop().await;
+}
+
 both_engines!(
+    search_follows_changes,
     fields_follow_their_rules,
     titles_and_tags_never_touch_the_edge,
     tag_endpoints,
