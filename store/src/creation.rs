@@ -84,6 +84,7 @@ pub struct CreatedLink {
 }
 
 /// Where a new link goes: resolved before the write transaction, on a read connection.
+#[derive(Debug, Clone)]
 pub(crate) struct Target {
     pub(crate) group_id: String,
     pub(crate) domain_id: String,

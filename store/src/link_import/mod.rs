@@ -16,7 +16,9 @@
 pub(crate) mod rows;
 
 use crate::audit::Actor;
-use crate::creation::{CreateLink, CreatedLink, Creator, Retry, insert_link, record_created};
+use crate::creation::{
+    CreateLink, CreatedLink, Creator, Retry, Target, insert_link, record_created,
+};
 use crate::domain::{Day, GroupSettings, Micros, generate_short_code};
 use crate::error::{Entity, StoreError};
 use crate::ids::new_id;
@@ -88,6 +90,9 @@ struct Job {
 type ReadRow = Result<(Row, Option<String>), RowError>;
 /// A row as create-link's request, whether it starts active, and a refused short code's reason.
 type Planned = Result<(CreateLink, bool, Option<String>), RowError>;
+
+/// A row's requested group and domain and its destination's host: what its target depends on.
+type TargetKey = (Option<String>, Option<String>, String);
 
 /// What a row became in a chunk.
 enum Outcome {
@@ -455,18 +460,35 @@ impl Db {
             };
             planned.push((*line, plan));
         }
+        // Rows of a file mostly share their group, domain and destination host: each combination is resolved
+        // (blocklist included) once per chunk.
+        let mut resolved: HashMap<TargetKey, Result<Target, StoreError>> = HashMap::new();
         let mut targets = Vec::with_capacity(planned.len());
         for (_, plan) in &planned {
-            targets.push(match plan {
-                Ok((req, ..)) => match self.resolve_target(req).await {
+            let Ok((req, ..)) = plan else {
+                targets.push(Err(StoreError::Invalid(String::new())));
+                continue;
+            };
+            let key = (
+                req.group_id.clone(),
+                req.domain_id.clone(),
+                req.long_url.host().to_owned(),
+            );
+            if !resolved.contains_key(&key) {
+                let target = match self.resolve_target(req).await {
                     Ok(t) => Ok(t),
                     Err(
                         e
                         @ (StoreError::BlockedDestination | StoreError::PlatformDomainUnavailable),
                     ) => Err(e),
                     Err(e) => return Err(e),
-                },
-                Err(_) => Err(StoreError::Invalid(String::new())),
+                };
+                resolved.insert(key.clone(), target);
+            }
+            targets.push(match &resolved[&key] {
+                Ok(t) => Ok(t.clone()),
+                Err(StoreError::BlockedDestination) => Err(StoreError::BlockedDestination),
+                Err(_) => Err(StoreError::PlatformDomainUnavailable),
             });
         }
 
