@@ -1,7 +1,6 @@
 //! The pages' templates (askama, compiled in, HTML-escaped by default) and what each one shows. Handlers fill
 //! these from the store; no template reaches the store itself.
 
-use crate::pages::link_filters::Filters;
 use askama::Template;
 use axum::response::Html;
 use shortlink_store::domain::{Permission, Role};
@@ -223,6 +222,15 @@ pub(crate) struct LinkItem {
     pub(crate) created: String,
 }
 
+/// The Links page's text fields and sort as typed (the selects are [`Choice`] lists).
+pub(crate) struct FilterForm {
+    pub(crate) q: String,
+    pub(crate) destination: String,
+    pub(crate) starts_with: bool,
+    /// The sort's value; empty: newest first.
+    pub(crate) sort: String,
+}
+
 /// A tag shown on a link's row: a link to the list filtered by it.
 pub(crate) struct TagChip {
     pub(crate) name: String,
@@ -260,7 +268,7 @@ pub(crate) struct LinksPage {
     pub(crate) prev: Option<String>,
     pub(crate) next: Option<String>,
     /// The search, filters and sort as the form shows them.
-    pub(crate) filters: Filters,
+    pub(crate) filters: FilterForm,
     /// Why the filters were refused, if they were (the list is then empty).
     pub(crate) filter_error: Option<String>,
     pub(crate) filtered: bool,

@@ -3,7 +3,7 @@
 //! refuse is shown as the form's error, never as an error page.
 
 use crate::forms::ListParams;
-use crate::views::Choice;
+use crate::views::{Choice, FilterForm};
 use shortlink_store::domain::{ListQuery, ListQueryError};
 
 /// Longest value kept of any field (the API's own bounds are smaller; this only stops a huge query string from
@@ -139,6 +139,16 @@ impl Filters {
             "/dashboard/".to_owned()
         } else {
             format!("/dashboard/?{q}")
+        }
+    }
+
+    /// The text fields and sort as the form shows them.
+    pub(crate) fn form(&self) -> FilterForm {
+        FilterForm {
+            q: self.q.clone(),
+            destination: self.destination.clone(),
+            starts_with: self.starts_with,
+            sort: self.sort.clone(),
         }
     }
 

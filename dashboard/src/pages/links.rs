@@ -173,7 +173,7 @@ async fn links_page(
         status_choices: filters.status_choices(),
         sort_choices: filters.sort_choices(),
         export_href: format!("/dashboard/links/export?{}", filters.export_query()),
-        filters,
+        filters: filters.form(),
         filter_error,
         groups,
         domains,

@@ -128,10 +128,7 @@ pub(crate) async fn audit_log(
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Json<AuditLog>, ApiError> {
-    let q = PageQuery::parse(query.as_deref()).map_err(|e| ApiError::InvalidQuery {
-        param: e.param,
-        detail: e.detail,
-    })?;
+    let q = PageQuery::parse(query.as_deref())?;
     let page = state
         .db
         .audit_log(

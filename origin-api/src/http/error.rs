@@ -4,7 +4,7 @@
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use shortlink_store::domain::ListParam;
+use shortlink_store::domain::{ListParam, ListQueryError};
 use shortlink_store::{RateLimitState, StoreError};
 use utoipa::ToSchema;
 
@@ -316,6 +316,16 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         response
+    }
+}
+
+impl From<ListQueryError> for ApiError {
+    /// A refused list parameter: its own `invalid_*` code.
+    fn from(e: ListQueryError) -> Self {
+        Self::InvalidQuery {
+            param: e.param,
+            detail: e.detail,
+        }
     }
 }
 

@@ -83,11 +83,7 @@ pub(crate) async fn export_links(
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let (query, format) =
-        ListQuery::parse_export(query.as_deref()).map_err(|e| ApiError::InvalidQuery {
-            param: e.param,
-            detail: e.detail,
-        })?;
+    let (query, format) = ListQuery::parse_export(query.as_deref())?;
     let first = {
         let _place = state.limits.renders.enter().await?;
         state

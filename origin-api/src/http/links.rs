@@ -387,10 +387,7 @@ pub(crate) async fn list_links(
     Caller(caller): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Json<LinkList>, ApiError> {
-    let q = ListQuery::parse(query.as_deref()).map_err(|e| ApiError::InvalidQuery {
-        param: e.param,
-        detail: e.detail,
-    })?;
+    let q = ListQuery::parse(query.as_deref())?;
     let page = state.db.search_links(&caller.account_id, &q).await?;
     Ok(Json(LinkList {
         offset: q.offset,

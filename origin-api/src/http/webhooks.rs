@@ -651,10 +651,7 @@ pub(crate) async fn list_deliveries(
     ResourceId(id): ResourceId,
     RawQuery(query): RawQuery,
 ) -> Result<Json<DeliveryLog>, ApiError> {
-    let q = PageQuery::parse(query.as_deref()).map_err(|e| ApiError::InvalidQuery {
-        param: e.param,
-        detail: e.detail,
-    })?;
+    let q = PageQuery::parse(query.as_deref())?;
     let page = state
         .db
         .webhook_attempts(
