@@ -212,6 +212,28 @@ impl Db {
         }
     }
 
+    /// A write transaction ([`Db::begin_write`]) of the webhooks' delivery loop, whose statements PostgreSQL plans
+    /// for the tables as they are at each execution (`SET LOCAL`, for the transaction only, sent with the `BEGIN`
+    /// in one round trip). The queue tables start empty and grow by hundreds of rows a second (keeping their dead
+    /// rows until a vacuum). sqlx prepares every statement once per connection, and from its sixth execution
+    /// PostgreSQL may run it with a generic plan made then and kept for the life of the connection: made while
+    /// the table held a few hundred rows, the plan of a lookup by id is a sequential scan, and it went on reading
+    /// the whole table (30,000 rows, 9–18 ms a statement after a minute at 500 events/s) until the loop fell
+    /// behind for good (BENCHMARKS.md, "Webhooks"). Planning costs a fraction of a millisecond a statement.
+    /// SQLite plans every statement as it prepares it: this is [`Db::begin_write`] there.
+    pub(crate) async fn begin_queue_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.link_path {
+            LinkPath::Batched(_) => self.begin_write().await,
+            LinkPath::Direct => {
+                self.write
+                    .begin_with("BEGIN; SET LOCAL plan_cache_mode = force_custom_plan")
+                    .await
+            }
+        }
+    }
+
     /// Serialises the caller's write transaction with every other one that names `key`, until it ends. SQLite
     /// needs nothing more: `begin_write` took the database's one write lock. PostgreSQL takes a transaction-level
     /// advisory lock on the key's 64-bit hash (a collision only serialises two unrelated keys).

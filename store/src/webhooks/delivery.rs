@@ -161,7 +161,7 @@ impl Db {
             .filter(|(e, n)| **n >= cap(e))
             .map(|(e, _)| e.as_str())
             .collect();
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_queue_write().await?;
         let skip = if full.is_empty() {
             String::new()
         } else {
@@ -242,7 +242,7 @@ impl Db {
     /// find one; the delivery loop runs it now and then all the same, because a queue without a head would never
     /// be sent. Returns how many it promoted (reads the waiting rows only).
     pub async fn promote_stranded_webhook_deliveries(&self) -> Result<u64, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_queue_write().await?;
         let done = sqlx::query(
             "UPDATE webhook_deliveries SET waiting = 0 WHERE id IN (\
                SELECT MIN(w.id) FROM webhook_deliveries w WHERE w.state = 'pending' AND w.waiting = 1 \

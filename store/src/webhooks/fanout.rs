@@ -23,14 +23,16 @@ impl Db {
     /// Fans out up to `limit` events (oldest first) into their deliveries, due now; returns how many events it
     /// took (fewer than `limit`: none are left). Reads first, so an idle loop never takes SQLite's write lock.
     pub async fn fan_out_webhook_events(&self, limit: usize) -> Result<usize, StoreError> {
-        let any = sqlx::query("SELECT seq FROM webhook_fanout LIMIT 1")
+        // By the key: the table's rows live for moments, and until a vacuum its heap is mostly dead rows, which a
+        // plain `LIMIT 1` (a sequential scan) reads through from the first page every time.
+        let any = sqlx::query("SELECT seq FROM webhook_fanout ORDER BY seq LIMIT 1")
             .fetch_optional(&self.read)
             .await?;
         if any.is_none() || limit == 0 {
             return Ok(0);
         }
         let now = crate::domain::Micros::now();
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_queue_write().await?;
         self.serialise_on(&mut tx, FANOUT_LOCK).await?;
         let rows = sqlx::query(
             "SELECT f.seq, f.event_id, f.endpoints, ev.ordering_key FROM webhook_fanout f \

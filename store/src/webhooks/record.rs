@@ -256,14 +256,24 @@ async fn end_delivered<'a>(
             }
         }
     }
-    // Each ended head's queue: its lowest waiting delivery becomes the head.
+    // Each ended head's queue: its lowest waiting delivery becomes the head. One `MIN` per key, each an
+    // equality lookup on both leading columns of webhook_deliveries_order (the first waiting row of the key), so
+    // the statement costs the same whatever the backlog. Written as `ordering_key IN (…) … GROUP BY ordering_key`
+    // it read every pending row of the endpoint on PostgreSQL 15 (the key list a filter, to keep the index's order
+    // for the grouping): 4,000 rows and 3–4 ms a statement with a backlog of 4,000, so a backlog made every round
+    // slower and, once one formed, it only grew (BENCHMARKS.md, "Webhooks").
     for (endpoint, keys) in &ended {
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        for (list, binds) in in_lists(&keys, 2) {
+        for (_, binds) in in_lists(&keys, 2) {
+            // The padded list's values, one a row: `($2), ($3), …` (a repeated last value promotes nothing more).
+            let rows = (2..2 + binds.len())
+                .map(|n| format!("(${n})"))
+                .collect::<Vec<_>>()
+                .join(", ");
             let sql = format!(
-                "UPDATE webhook_deliveries SET waiting = 0 WHERE id IN (SELECT MIN(id) FROM webhook_deliveries \
-                 WHERE endpoint_id = $1 AND ordering_key IN ({list}) AND state = 'pending' AND waiting = 1 \
-                 GROUP BY ordering_key)"
+                "UPDATE webhook_deliveries SET waiting = 0 WHERE id IN (SELECT (SELECT MIN(w.id) \
+                 FROM webhook_deliveries w WHERE w.endpoint_id = $1 AND w.ordering_key = k.column1 \
+                 AND w.state = 'pending' AND w.waiting = 1) FROM (VALUES {rows}) AS k)"
             );
             let mut q = sqlx::query(&sql).bind(endpoint.as_str());
             for b in binds {
@@ -315,7 +325,7 @@ impl Db {
         let mut ordered: Vec<&(&DueDelivery, &Attempted, Option<Duration>)> =
             attempts.iter().collect();
         ordered.sort_by_key(|(due, _, _)| due.delivery_id);
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_queue_write().await?;
         lock_in_id_order(&mut tx, &ordered).await?;
         insert_attempts(&mut tx, &ordered, now).await?;
         // The common case, a delivered event, in a few statements for the whole batch; the rest row by row.
