@@ -185,11 +185,11 @@ fn seek(sort: LinkSort, postgres: bool, cursor: &ExportCursor, binds: &mut Vec<A
     let id = bind(Arg::Text(cursor.id.clone()));
     let newer_ties =
         format!("(l.created_at < {created} OR (l.created_at = {created} AND l.id < {id}))");
+    // Row values where every key runs the same way: both engines seek the account's index with them, where the
+    // OR form made PostgreSQL read the account's links from the top for every batch (5,700 rows/s at 1,000,000).
     match sort {
-        LinkSort::Newest => newer_ties,
-        LinkSort::Oldest => {
-            format!("(l.created_at > {created} OR (l.created_at = {created} AND l.id > {id}))")
-        }
+        LinkSort::Newest => format!("(l.created_at, l.id) < ({created}, {id})"),
+        LinkSort::Oldest => format!("(l.created_at, l.id) > ({created}, {id})"),
         LinkSort::ShortCode => {
             let c = bind(Arg::Text(cursor.short_code.clone()));
             let code = short_code_bytes(postgres);
@@ -197,7 +197,7 @@ fn seek(sort: LinkSort, postgres: bool, cursor: &ExportCursor, binds: &mut Vec<A
         }
         LinkSort::Clicks => {
             let n = bind(Arg::Int(cursor.clicks));
-            format!("({CLICKS_TOTAL} < {n} OR ({CLICKS_TOTAL} = {n} AND {newer_ties}))")
+            format!("({CLICKS_TOTAL}, l.created_at, l.id) < ({n}, {created}, {id})")
         }
     }
 }
@@ -317,10 +317,7 @@ mod tests {
     fn seeks_bind_after_the_filters() {
         let mut binds = vec![Arg::Text("x".to_owned())];
         let sql = seek(LinkSort::Newest, false, &cursor(), &mut binds);
-        assert_eq!(
-            sql,
-            "(l.created_at < $3 OR (l.created_at = $3 AND l.id < $4))"
-        );
+        assert_eq!(sql, "(l.created_at, l.id) < ($3, $4)");
         assert_eq!(binds.len(), 3);
         let mut binds = Vec::new();
         let sql = seek(LinkSort::ShortCode, true, &cursor(), &mut binds);
@@ -330,6 +327,6 @@ mod tests {
         );
         let mut binds = Vec::new();
         let sql = seek(LinkSort::Oldest, false, &cursor(), &mut binds);
-        assert!(sql.starts_with("(l.created_at > $2"), "{sql}");
+        assert_eq!(sql, "(l.created_at, l.id) > ($2, $3)");
     }
 }

@@ -56,7 +56,7 @@ fn seed(db: &Database, account: &Account, n: u64) {
             "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, created_at, search_text, clicks) \
              SELECT '00000000-0000-4000-8000-' || lpad(i::text, 12, '0'), '{acc}', '{group}', '{domain}', \
                     'b' || lpad(i::text, 7, '0'), u, 1700000000000000 + i, \
-                    'b' || lpad(i::text, 7, '0') || E'\\n' || u || E'\\n', (i * 7919) % 10000 \
+                    'b' || lpad(i::text, 7, '0') || E'\\n' || u || E'\\n', (i::bigint * 7919) % 10000 \
              FROM (SELECT i, CASE WHEN i % 1000 = 0 THEN 'https://example.com/needle/' || i \
                                   ELSE 'https://example.com/page/' || i END AS u \
                    FROM generate_series(1, {n}) AS i) s; \
@@ -64,7 +64,7 @@ fn seed(db: &Database, account: &Account, n: u64) {
              INSERT INTO tags (id, account_id, name, name_key, created_at) VALUES ('{tag_id}', '{acc}', 'hot', 'hot', 0); \
              INSERT INTO link_tags (link_id, tag_id) SELECT id, '{tag_id}' FROM links \
              WHERE account_id = '{acc}' AND substr(short_code, 2)::int % 100 = 0; \
-             VACUUM ANALYZE;"
+             ANALYZE;"
         ),
     };
     db.query(&sql);
@@ -250,7 +250,12 @@ async fn bench_search() {
     eprintln!("load average at the start: {}", loadavg());
     let mut columns = Vec::new();
     for engine in &engines {
-        columns.push((format!("{engine:?}"), engine_run(*engine, links).await));
+        let rows = engine_run(*engine, links).await;
+        // Each engine's figures as soon as they are in (a later failure keeps them).
+        for (label, value) in &rows {
+            eprintln!("{engine:?}: {label}: {value}");
+        }
+        columns.push((format!("{engine:?}"), rows));
     }
     println!();
     println!(
