@@ -67,6 +67,7 @@ impl Db {
         let Conditions {
             sql: mut where_sql,
             mut binds,
+            ..
         } = conditions(query, postgres);
         if let Some(cursor) = after {
             where_sql.push_str(" AND ");

@@ -4,8 +4,10 @@
 use crate::domain::{Micros, Tag};
 use crate::error::StoreError;
 use crate::ids::new_id;
+use crate::sql_chunks::MultiRow;
 use crate::webhooks::emit::is_postgres;
 use sqlx::{AnyConnection, Row};
+use std::collections::{HashMap, HashSet};
 
 /// Serialises the caller's transaction with every other change of the account's tags (PostgreSQL; SQLite's
 /// write transaction already holds the one write lock).
@@ -69,5 +71,76 @@ pub(crate) async fn set_link_tags(
         q = q.bind(id.as_str());
     }
     q.execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// Puts their tags on links created in the caller's transaction (so they carry none yet), all of one account: one
+/// upsert of the tags they name and one insert of their rows (chunked), however many links. A bulk of new links
+/// written this way costs its writer two statements, not three per link.
+pub(crate) async fn tag_new_links(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    account_id: &str,
+    links: &[(&str, &[Tag])],
+) -> Result<(), StoreError> {
+    // Each tag once, in the first spelling the links use.
+    let mut named: Vec<&Tag> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for tag in links.iter().flat_map(|(_, tags)| tags.iter()) {
+        if seen.insert(tag.key()) {
+            named.push(tag);
+        }
+    }
+    if named.is_empty() {
+        return Ok(());
+    }
+    lock_account_tags(conn, account_id).await?;
+    let now = Micros::now().0;
+    let mut ids: HashMap<String, String> = HashMap::with_capacity(named.len());
+    let mut rest = named.as_slice();
+    for n in multi_row.chunks(named.len(), 5) {
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let sql = format!(
+            "INSERT INTO tags (id, account_id, name, name_key, created_at) VALUES {} \
+             ON CONFLICT (account_id, name_key) DO UPDATE SET name = tags.name RETURNING id, name_key",
+            multi_row.values(n, 5)
+        );
+        let mut q = sqlx::query(&sql);
+        for tag in chunk {
+            q = q
+                .bind(new_id())
+                .bind(account_id)
+                .bind(tag.name())
+                .bind(tag.key())
+                .bind(now);
+        }
+        for row in q.fetch_all(&mut *conn).await? {
+            ids.insert(row.try_get("name_key")?, row.try_get("id")?);
+        }
+    }
+    let mut rows: Vec<(&str, &str)> = Vec::new();
+    for (link, tags) in links {
+        for tag in *tags {
+            let id = ids.get(tag.key()).ok_or_else(|| {
+                StoreError::Internal(format!("tag {:?} not returned by its upsert", tag.key()))
+            })?;
+            rows.push((link, id.as_str()));
+        }
+    }
+    let mut rest = rows.as_slice();
+    for n in multi_row.chunks(rows.len(), 2) {
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let sql = format!(
+            "INSERT INTO link_tags (link_id, tag_id) VALUES {}",
+            multi_row.values(n, 2)
+        );
+        let mut q = sqlx::query(&sql);
+        for (link, tag) in chunk {
+            q = q.bind(*link).bind(*tag);
+        }
+        q.execute(&mut *conn).await?;
+    }
     Ok(())
 }

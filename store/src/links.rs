@@ -89,12 +89,14 @@ pub(crate) fn conditions(query: &ListQuery, postgres: bool) -> Conditions {
             conditions.push_str(&format!(" AND l.search_text LIKE {p} ESCAPE '\\'"));
         }
     }
+    let mut tag_params = Vec::with_capacity(query.tags.len());
     for tag in &query.tags {
         let p = next(&mut binds, Arg::Text(tag.key().to_owned()));
         conditions.push_str(&format!(
             " AND l.id IN (SELECT lt.link_id FROM link_tags lt JOIN tags t ON t.id = lt.tag_id \
              WHERE t.account_id = $1 AND t.name_key = {p})"
         ));
+        tag_params.push(p);
     }
     if let Some(group) = &query.group_id {
         let p = next(&mut binds, Arg::Text(group.clone()));
@@ -113,6 +115,8 @@ pub(crate) fn conditions(query: &ListQuery, postgres: bool) -> Conditions {
     Conditions {
         sql: conditions,
         binds,
+        tag_params,
+        only_tags: !query.is_filtered_beyond_tags(),
     }
 }
 
@@ -122,6 +126,53 @@ pub(crate) struct Conditions {
     pub(crate) sql: String,
     /// The values of `$2`, `$3`, … in order.
     pub(crate) binds: Vec<Arg>,
+    /// The placeholders of the `tag` filters' name keys, in order.
+    pub(crate) tag_params: Vec<String>,
+    /// Whether the tags are the only filters.
+    pub(crate) only_tags: bool,
+}
+
+impl Conditions {
+    /// `SELECT COUNT(*) AS n` of the links matching every condition.
+    ///
+    /// With a `tag` filter the count starts from the first tag's rows in `link_tags` (its index by tag), so it
+    /// reads that tag's links rather than probing every one of the account's links for it: at a million links and
+    /// a tag on 1 % of them, ~10,000 index entries instead of 1,000,000 probes. With tags alone it never touches
+    /// `links`: an account's tags are only ever put on that account's links (store/src/link_tags.rs and the
+    /// rename in store/src/tags.rs both stay within one account), so the tag's rows are the account's matches.
+    pub(crate) fn count_sql(&self) -> String {
+        let Some(first) = self.tag_params.first() else {
+            return format!(
+                "SELECT COUNT(*) AS n FROM links l WHERE l.account_id = $1{}",
+                self.sql
+            );
+        };
+        let tag_id =
+            |p: &str| format!("(SELECT id FROM tags WHERE account_id = $1 AND name_key = {p})");
+        if self.only_tags {
+            let more: String = self.tag_params[1..]
+                .iter()
+                .map(|p| {
+                    format!(
+                        " AND lt0.link_id IN (SELECT link_id FROM link_tags WHERE tag_id = {})",
+                        tag_id(p)
+                    )
+                })
+                .collect();
+            format!(
+                "SELECT COUNT(*) AS n FROM link_tags lt0 WHERE lt0.tag_id = {}{more}",
+                tag_id(first)
+            )
+        } else {
+            // CROSS JOIN keeps SQLite's loop order: the tag's rows outside, each link looked up by id.
+            format!(
+                "SELECT COUNT(*) AS n FROM link_tags lt0 CROSS JOIN links l \
+                 WHERE lt0.tag_id = {} AND l.id = lt0.link_id AND l.account_id = $1{}",
+                tag_id(first),
+                self.sql
+            )
+        }
+    }
 }
 
 /// A link's clicks of all time, as an expression over `links l`: the total the click ingestion keeps with the day
@@ -305,10 +356,7 @@ impl Db {
         // One read transaction, so the total and the page come from the same snapshot.
         let mut tx = self.read.begin().await?;
         let postgres = is_postgres(&tx);
-        let Conditions {
-            sql: conditions,
-            binds,
-        } = conditions(query, postgres);
+        let conditions = conditions(query, postgres);
         let total: i64 = if !query.is_filtered() {
             // The counter kept by create_link: one row instead of a count over the account.
             sqlx::query("SELECT link_count FROM accounts WHERE id = $1")
@@ -319,13 +367,16 @@ impl Db {
                 .transpose()?
                 .unwrap_or(0)
         } else {
-            let sql =
-                format!("SELECT COUNT(*) AS n FROM links l WHERE l.account_id = $1{conditions}");
-            bind_all(&sql, account_id, &binds)
+            bind_all(&conditions.count_sql(), account_id, &conditions.binds)
                 .fetch_one(&mut *tx)
                 .await?
                 .try_get("n")?
         };
+        let Conditions {
+            sql: conditions,
+            binds,
+            ..
+        } = conditions;
         let SortOrder { extra, order } = sort_order(query.sort, postgres);
         // The inner query orders by the column alias where the outer one reads it from `l`.
         let inner_order = order.replace("l.clicks", "clicks");

@@ -442,7 +442,57 @@ async fn a_dead_runners_job_is_finished_once(engine: Engine) {
     app.stop().await;
 }
 
+/// Codes asked for twice (in one chunk of rows and across chunks) and the cap on reported problems: the first
+/// asker keeps the code, every later one gets a made-up code and a `short_code_exists` problem; past 1,000 problems
+/// rows still fail and count, unreported.
+async fn repeated_codes_and_the_problem_cap(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    app.platform_domain("sho.rt").await;
+    let acc = app.account(true).await;
+    let mut file = String::from("long_url,short_code,tags\n");
+    file.push_str("https://example.com/a,twice,x|Y\n");
+    file.push_str("https://example.com/b,TWICE,y\n");
+    for i in 0..1_100 {
+        file.push_str(&format!("http://insecure.example/{i},,\n"));
+    }
+    // Row 1,104, in a later chunk than row 2.
+    file.push_str("https://example.com/c,twice,\n");
+    let done = import(&app, &acc, &file).await;
+    assert_eq!(
+        (&done["total"], &done["created"], &done["failed"]),
+        (&json!(1_103), &json!(3), &json!(1_100)),
+    );
+    let errors = done["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1_000, "the first 1,000 problems are kept");
+    assert_eq!(
+        (&errors[0]["row"], &errors[0]["error_code"]),
+        (&json!(3), &json!("short_code_exists"))
+    );
+    assert_eq!(errors[1]["row"], 4);
+    assert_eq!(errors[999]["row"], 1_002);
+    let rows = export(&app, &acc).await;
+    let code_of = |url: &str| {
+        rows.iter()
+            .find(|r| r["long_url"] == url)
+            .map(|r| (r["short_code"].clone(), r["tags"].clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        code_of("https://example.com/a"),
+        ("twice".into(), "x|Y".into())
+    );
+    let (b, b_tags) = code_of("https://example.com/b");
+    let (c, _) = code_of("https://example.com/c");
+    assert!(b != "twice" && c != "twice" && b != c, "{b} {c}");
+    assert_eq!(
+        b_tags, "Y",
+        "the tag keeps the first spelling the file used"
+    );
+    app.stop().await;
+}
+
 both_engines!(
+    repeated_codes_and_the_problem_cap,
     round_trip,
     foreign_formats_and_row_problems,
     refusals_budget_and_isolation,

@@ -644,6 +644,14 @@ async fn filters_and_sorts(engine: Engine) {
     assert_eq!((total, got), (1, s(&["zzz"])));
     let q = format!("group_id={spring}");
     assert_eq!(codes(&app, &other, &q).await, (0, vec![]));
+
+    // A tag's count is read from its own rows: a deleted link leaves it, alone and combined.
+    let path = format!("{LINKS}/{}", ids["ddd"]);
+    let (status, _) = app.send(Method::DELETE, &acc.key, &path, None).await;
+    assert_eq!(status, 204);
+    check("tag=PROMO", s(&["bbb"])).await;
+    check("tag=promo&tag=mail", s(&[])).await;
+    check("tag=mail&domain=GO.example.com", s(&["eee"])).await;
     app.stop().await;
 }
 

@@ -80,9 +80,13 @@ impl ListQuery {
 
     /// True when any filter is set (the total is then counted, not read from the account's counter).
     pub fn is_filtered(&self) -> bool {
+        !self.tags.is_empty() || self.is_filtered_beyond_tags()
+    }
+
+    /// Whether any filter other than `tag` is set.
+    pub fn is_filtered_beyond_tags(&self) -> bool {
         self.filter.is_some()
             || self.q.is_some()
-            || !self.tags.is_empty()
             || self.group_id.is_some()
             || self.domain.is_some()
             || self.is_active.is_some()

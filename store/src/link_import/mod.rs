@@ -13,17 +13,19 @@
 //! - Each row follows create-link's rules ([`rows`]); a taken or invalid short code is replaced by a made-up one and
 //!   reported, the row still created.
 
+mod insert;
 pub(crate) mod rows;
 
 use crate::audit::Actor;
-use crate::creation::{
-    CreateLink, CreatedLink, Creator, Retry, Target, insert_link, record_created,
-};
-use crate::domain::{Day, GroupSettings, Micros, generate_short_code};
+use crate::creation::{CreateLink, CreatedLink, Creator, Target, record_created};
+use crate::domain::{Day, GroupSettings, Micros, ShortCode};
 use crate::error::{Entity, StoreError};
 use crate::ids::new_id;
+use crate::link_tags;
 use crate::pool::Db;
 use crate::rate_limit::RateLimitState;
+use crate::sql_chunks::MultiRow;
+use insert::NewLink;
 use rows::{Columns, Row, RowError};
 use sqlx::Row as _;
 use std::collections::HashMap;
@@ -42,7 +44,7 @@ const CHUNK: usize = 200;
 /// takes over a dead runner's job depends on it: every chunk's transaction starts by writing the job's row under
 /// the runner's own lease, so two runners' chunks are serialised and the second finds the lease gone.
 const LEASE_MICROS: i64 = 15_000_000;
-/// Tries of a chunk whose transaction a concurrent creation spoiled (a code taken between check and insert).
+/// Tries of a chunk whose transaction a concurrent change spoiled (a group or domain deleted meanwhile).
 const CHUNK_TRIES: usize = 5;
 
 /// An import as the API shows it.
@@ -94,10 +96,67 @@ type Planned = Result<(CreateLink, bool, Option<String>), RowError>;
 /// A row's requested group and domain and its destination's host: what its target depends on.
 type TargetKey = (Option<String>, Option<String>, String);
 
+/// The groups a job's rows named, as found (or made): by the id of our export's `group_id` column, and by name.
+/// Most files name a few groups for many rows.
+#[derive(Default)]
+struct Groups {
+    by_id: HashMap<String, Option<String>>,
+    by_name: HashMap<String, Option<String>>,
+}
+
 /// What a row became in a chunk.
 enum Outcome {
     Created(Option<ImportProblem>),
     Failed(ImportProblem),
+}
+
+/// A row's problem.
+fn problem(row: i64, code: &str, detail: String) -> ImportProblem {
+    ImportProblem {
+        row,
+        error_code: code.to_owned(),
+        detail,
+    }
+}
+
+/// The problem of a row whose requested code was taken: the row is created with a made-up one.
+fn code_taken(row: i64, code: &ShortCode, host: &str) -> ImportProblem {
+    problem(
+        row,
+        "short_code_exists",
+        format!(
+            "short code {:?} is taken on {host}; made up instead",
+            code.as_str()
+        ),
+    )
+}
+
+/// Keeps a chunk's reported problems: one statement per chunk of rows.
+async fn record_problems(
+    conn: &mut sqlx::AnyConnection,
+    multi_row: MultiRow,
+    import_id: &str,
+    problems: &[&ImportProblem],
+) -> Result<(), StoreError> {
+    let mut rest = problems;
+    for n in multi_row.chunks(problems.len(), 4) {
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let sql = format!(
+            "INSERT INTO link_import_errors (import_id, row_number, error_code, detail) VALUES {}",
+            multi_row.values(n, 4)
+        );
+        let mut q = sqlx::query(&sql);
+        for p in chunk {
+            q = q
+                .bind(import_id)
+                .bind(p.row)
+                .bind(p.error_code.as_str())
+                .bind(p.detail.chars().take(500).collect::<String>());
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
 }
 
 fn actor_columns(actor: &Actor) -> (&'static str, Option<&str>, Option<&str>) {
@@ -269,7 +328,7 @@ impl Db {
                 break;
             }
         }
-        let mut groups: HashMap<String, Option<String>> = HashMap::new();
+        let mut groups = Groups::default();
         // Rows are numbered as a spreadsheet shows them: the header is row 1 (a quoted field with line breaks is
         // still one row).
         let mut next_row = job.processed + 2;
@@ -300,7 +359,8 @@ impl Db {
                     Some(done) => break done,
                     // The lease went to another runner: it carries on from what was committed.
                     None if tries >= CHUNK_TRIES => return Ok(true),
-                    None => {}
+                    // A group may be what went: look them up again.
+                    None => groups = Groups::default(),
                 }
             };
             job.processed += n;
@@ -380,17 +440,26 @@ impl Db {
         Ok(())
     }
 
-    /// `id` when it is one of the account's groups.
-    async fn import_group_id(&self, job: &Job, id: &str) -> Result<Option<String>, StoreError> {
-        Ok(
+    /// `id` when it is one of the account's groups. Remembered for the job.
+    async fn import_group_id(
+        &self,
+        job: &Job,
+        id: &str,
+        cache: &mut Groups,
+    ) -> Result<Option<String>, StoreError> {
+        if let Some(found) = cache.by_id.get(id) {
+            return Ok(found.clone());
+        }
+        let found: Option<String> =
             sqlx::query("SELECT id FROM groups WHERE account_id = $1 AND id = $2")
                 .bind(&job.account_id)
                 .bind(id)
                 .fetch_optional(&self.read)
                 .await?
                 .map(|r| r.try_get("id"))
-                .transpose()?,
-        )
+                .transpose()?;
+        cache.by_id.insert(id.to_owned(), found.clone());
+        Ok(found)
     }
 
     /// The group a row names (an id or a name of the account's), created when no group has that name; `None` when
@@ -399,9 +468,9 @@ impl Db {
         &self,
         job: &Job,
         named: &str,
-        cache: &mut HashMap<String, Option<String>>,
+        cache: &mut Groups,
     ) -> Result<Option<String>, StoreError> {
-        if let Some(found) = cache.get(named) {
+        if let Some(found) = cache.by_name.get(named) {
             return Ok(found.clone());
         }
         let existing = sqlx::query(
@@ -427,12 +496,13 @@ impl Db {
                 Err(e) => return Err(e),
             },
         };
-        cache.insert(named.to_owned(), id.clone());
+        cache.by_name.insert(named.to_owned(), id.clone());
         Ok(id)
     }
 
-    /// One chunk in one transaction. `Ok(None)`: not done (the lease is lost, or a concurrent creation took a code
-    /// between the check and the insert, which spoils the transaction on PostgreSQL); nothing of it committed.
+    /// One chunk in one transaction, a few statements whatever its rows ([`insert`]). `Ok(None)`: not done (the
+    /// lease is lost, or a group or domain was deleted since it was resolved, which spoils the transaction on
+    /// PostgreSQL); nothing of it committed.
     /// `Ok(Some((rows, problems reported)))`: committed.
     async fn import_chunk(
         &self,
@@ -440,7 +510,7 @@ impl Db {
         owner: &str,
         limit_per_day: u32,
         chunk: &[(i64, ReadRow)],
-        groups: &mut HashMap<String, Option<String>>,
+        groups: &mut Groups,
     ) -> Result<Option<(i64, i64)>, StoreError> {
         // Reads first, outside the writer's transaction: each row's group and domain, as create-link resolves them.
         let domains: HashMap<String, String> = self
@@ -519,16 +589,13 @@ impl Db {
         .try_get("links")?;
         let mut allowed = (i64::from(limit_per_day) - used).max(0);
         let mut outcomes: Vec<(i64, Outcome)> = Vec::with_capacity(planned.len());
-        let mut created: Vec<(CreateLink, CreatedLink)> = Vec::new();
+        // The rows to create: each with its place in `outcomes` and its note so far.
+        let mut creating: Vec<(usize, Option<ImportProblem>)> = Vec::new();
+        let mut new_links: Vec<NewLink> = Vec::new();
         for ((line, plan), target) in planned.into_iter().zip(targets) {
-            let problem = |code: &str, detail: String| ImportProblem {
-                row: line,
-                error_code: code.to_owned(),
-                detail,
-            };
-            let ((mut req, active, refused_code), target) = match (plan, target) {
+            let ((req, active, refused_code), target) = match (plan, target) {
                 (Err(e), _) => {
-                    outcomes.push((line, Outcome::Failed(problem(e.code, e.detail))));
+                    outcomes.push((line, Outcome::Failed(problem(line, e.code, e.detail))));
                     continue;
                 }
                 (Ok(_), Err(e)) => {
@@ -536,7 +603,7 @@ impl Db {
                         StoreError::BlockedDestination => "blocked_destination",
                         _ => "platform_domain_unavailable",
                     };
-                    outcomes.push((line, Outcome::Failed(problem(code, e.to_string()))));
+                    outcomes.push((line, Outcome::Failed(problem(line, code, e.to_string()))));
                     continue;
                 }
                 (Ok(plan), Ok(target)) => (plan, target),
@@ -544,54 +611,69 @@ impl Db {
             if allowed == 0 {
                 let detail =
                     format!("the account imported its {limit_per_day} links of the day (UTC)");
-                outcomes.push((line, Outcome::Failed(problem("import_limit", detail))));
+                outcomes.push((line, Outcome::Failed(problem(line, "import_limit", detail))));
                 continue;
             }
-            // A requested code that is taken is replaced and reported; checked here so that the insert's unique
-            // index is only the last word.
-            let mut note = refused_code
-                .map(|d| problem("invalid_short_code", format!("{d}; made up instead")));
-            if let Some(code) = &req.short_code {
-                let taken = sqlx::query(
-                    "SELECT 1 AS x FROM links WHERE domain_id = $1 AND short_code = $2",
-                )
-                .bind(&target.domain_id)
-                .bind(code.as_str())
-                .fetch_optional(&mut *tx)
-                .await?
-                .is_some();
-                if taken {
-                    note = Some(problem(
-                        "short_code_exists",
-                        format!(
-                            "short code {:?} is taken on {}; made up instead",
-                            code.as_str(),
-                            target.host
-                        ),
-                    ));
-                    req.short_code = None;
-                }
-            }
-            let code = req.short_code.clone().unwrap_or_else(generate_short_code);
-            let link = match insert_link(&mut tx, &req, &target, &code, now.0).await? {
-                Ok((link, _)) => link,
-                // Taken since the check (or a made-up code met an old one), or the group or domain went: on
-                // PostgreSQL the transaction is spoiled; the chunk is tried again from the start.
-                Err(Retry::CodeTaken | Retry::TargetGone) => return Ok(None),
-            };
-            if !active {
-                sqlx::query("UPDATE links SET is_active = 0 WHERE id = $1")
-                    .bind(&link.id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
             allowed -= 1;
-            outcomes.push((line, Outcome::Created(note)));
-            created.push((req, link));
+            let note = refused_code
+                .map(|d| problem(line, "invalid_short_code", format!("{d}; made up instead")));
+            creating.push((outcomes.len(), note));
+            outcomes.push((line, Outcome::Created(None)));
+            new_links.push(NewLink {
+                req,
+                target,
+                active,
+            });
         }
-        let pairs: Vec<(&CreateLink, &CreatedLink)> = created.iter().map(|(r, l)| (r, l)).collect();
+        // A requested code that is taken, or asked for twice in the chunk, is replaced and reported; looked up
+        // here so that the insert's unique index is only the last word.
+        let requested: Vec<(&str, &str)> = new_links
+            .iter()
+            .filter_map(|l| {
+                let code = l.req.short_code.as_ref()?;
+                Some((l.target.domain_id.as_str(), code.as_str()))
+            })
+            .collect();
+        let mut taken = insert::taken_codes(&mut tx, &requested).await?;
+        for (link, (at, note)) in new_links.iter_mut().zip(&mut creating) {
+            let Some(code) = &link.req.short_code else {
+                continue;
+            };
+            if !taken.insert((link.target.domain_id.clone(), code.as_str().to_owned())) {
+                *note = Some(code_taken(outcomes[*at].0, code, &link.target.host));
+                link.req.short_code = None;
+            }
+        }
+        let created =
+            match insert::insert_links(&mut tx, self.multi_row, &mut new_links, now.0).await? {
+                Ok(created) => created,
+                // A group or domain went since it was resolved: on PostgreSQL the transaction is spoiled; the chunk is
+                // tried again from the start.
+                Err(insert::TargetGone) => return Ok(None),
+            };
+        let tagged: Vec<(&str, &[crate::domain::Tag])> = new_links
+            .iter()
+            .zip(&created)
+            .map(|(l, (c, _))| (c.id.as_str(), l.req.tags.as_slice()))
+            .collect();
+        link_tags::tag_new_links(&mut tx, self.multi_row, &job.account_id, &tagged).await?;
+        let pairs: Vec<(&CreateLink, &CreatedLink)> = new_links
+            .iter()
+            .zip(&created)
+            .map(|(l, (c, _))| (&l.req, c))
+            .collect();
         record_created(&mut tx, &pairs).await?;
-        let (mut n_created, mut n_failed, mut reported) = (0i64, 0i64, 0i64);
+        for ((at, note), (link, (_, replaced))) in
+            creating.into_iter().zip(new_links.iter().zip(&created))
+        {
+            let note = match replaced {
+                Some(asked) => Some(code_taken(outcomes[at].0, asked, &link.target.host)),
+                None => note,
+            };
+            outcomes[at].1 = Outcome::Created(note);
+        }
+        let (mut n_created, mut n_failed) = (0i64, 0i64);
+        let mut problems: Vec<&ImportProblem> = Vec::new();
         for (_, outcome) in &outcomes {
             let problem = match outcome {
                 Outcome::Created(p) => {
@@ -603,22 +685,12 @@ impl Db {
                     Some(p)
                 }
             };
-            if let Some(p) = problem {
-                if job.reported + reported < MAX_REPORTED_ERRORS {
-                    sqlx::query(
-                        "INSERT INTO link_import_errors (import_id, row_number, error_code, detail) \
-                         VALUES ($1, $2, $3, $4)",
-                    )
-                    .bind(&job.id)
-                    .bind(p.row)
-                    .bind(&p.error_code)
-                    .bind(p.detail.chars().take(500).collect::<String>())
-                    .execute(&mut *tx)
-                    .await?;
-                    reported += 1;
-                }
-            }
+            problems.extend(problem);
         }
+        let room = usize::try_from((MAX_REPORTED_ERRORS - job.reported).max(0)).unwrap_or(0);
+        problems.truncate(room);
+        record_problems(&mut tx, self.multi_row, &job.id, &problems).await?;
+        let reported = i64::try_from(problems.len()).unwrap_or(i64::MAX);
         sqlx::query(
             "UPDATE import_day_counts SET links = links + $1 WHERE account_id = $2 AND day = $3",
         )
@@ -649,7 +721,7 @@ impl Db {
         job: &Job,
         row: &Row,
         domains: &HashMap<String, String>,
-        groups: &mut HashMap<String, Option<String>>,
+        groups: &mut Groups,
     ) -> Result<Result<CreateLink, RowError>, StoreError> {
         let long_url = match crate::domain::LongUrl::parse(&row.long_url) {
             Ok(u) => u,
@@ -677,7 +749,7 @@ impl Db {
         // Our export's group: the same group when the account has it (an export imported back), else one of its
         // name (another account's export).
         let own_id = match &row.group_id {
-            Some(id) if row.group.is_none() => self.import_group_id(job, id).await?,
+            Some(id) if row.group.is_none() => self.import_group_id(job, id, groups).await?,
             _ => None,
         };
         let named = row.group.as_ref().or(row.group_name.as_ref());
