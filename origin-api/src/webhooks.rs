@@ -198,18 +198,9 @@ async fn deliver(sender: Sender, settings: WebhookSettings, due: DueDelivery) ->
     }
 }
 
-/// Records the attempts that ended, in one transaction, and frees their places. A failed record is logged: the
-/// leases run out and the deliveries are sent again (at least once).
-async fn record(db: &Db, finished: Vec<Finished>, in_flight: &mut HashMap<String, usize>) {
-    let batch: Vec<(&DueDelivery, &Attempted, Option<Duration>)> = finished
-        .iter()
-        .map(|f| (&f.due, &f.outcome, f.retry))
-        .collect();
-    if let Err(e) = db.record_webhook_attempts(&batch).await {
-        tracing::warn!(attempts = batch.len(), error = %e,
-            "recording webhook attempts failed; they will be sent again after their lease");
-    }
-    for f in &finished {
+/// Frees the places of the attempts that ended.
+fn free_places(finished: &[Finished], in_flight: &mut HashMap<String, usize>) {
+    for f in finished {
         if let Some(n) = in_flight.get_mut(&f.due.endpoint_id) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -217,6 +208,14 @@ async fn record(db: &Db, finished: Vec<Finished>, in_flight: &mut HashMap<String
             }
         }
     }
+}
+
+/// What the store records of each ended attempt.
+fn records(finished: &[Finished]) -> Vec<(&DueDelivery, &Attempted, Option<Duration>)> {
+    finished
+        .iter()
+        .map(|f| (&f.due, &f.outcome, f.retry))
+        .collect()
 }
 
 /// Fans committed events out into deliveries whenever `wake` (a commit) or the poll says so, then wakes the
@@ -278,6 +277,7 @@ pub async fn run(
     ));
     let mut tasks: JoinSet<Finished> = JoinSet::new();
     let mut in_flight: HashMap<String, usize> = HashMap::new();
+    let mut finished: Vec<Finished> = Vec::new();
     let mut failing = false;
     let mut next_sweep = tokio::time::Instant::now() + STRANDED_SWEEP;
     loop {
@@ -294,28 +294,38 @@ pub async fn run(
                 }
             }
         }
+        // The attempts that ended since the last round are recorded in the claim's transaction: one commit a
+        // round, and the places they held are taken again at once.
+        free_places(&finished, &mut in_flight);
         let room = CONCURRENCY.saturating_sub(tasks.len());
-        if room > 0 {
-            match db
-                .claim_webhook_deliveries(room, settings.lease(), &in_flight, PER_ENDPOINT)
-                .await
-            {
-                Ok(due) => {
-                    failing = false;
-                    for d in due {
-                        *in_flight.entry(d.endpoint_id.clone()).or_default() += 1;
-                        tasks.spawn(deliver(sender.clone(), settings, d));
-                    }
-                }
-                Err(e) => {
-                    // Once per outage, not once per poll.
-                    if !failing {
-                        tracing::warn!(error = %e, "claiming webhook deliveries failed");
-                    }
-                    failing = true;
+        match db
+            .record_and_claim_webhook_deliveries(
+                &records(&finished),
+                room,
+                settings.lease(),
+                &in_flight,
+                PER_ENDPOINT,
+            )
+            .await
+        {
+            Ok(due) => {
+                failing = false;
+                for d in due {
+                    *in_flight.entry(d.endpoint_id.clone()).or_default() += 1;
+                    tasks.spawn(deliver(sender.clone(), settings, d));
                 }
             }
+            Err(e) => {
+                // Once per outage, not once per poll. The attempts are sent again once their leases run out
+                // (at least once).
+                if !failing {
+                    tracing::warn!(attempts = finished.len(), error = %e,
+                        "recording webhook attempts and claiming deliveries failed");
+                }
+                failing = true;
+            }
         }
+        finished.clear();
         let ended = tokio::select! {
             Some(done) = tasks.join_next(), if !tasks.is_empty() => Some(done),
             () = fanned.notified() => None,
@@ -324,18 +334,19 @@ pub async fn run(
         };
         if let Some(done) = ended {
             // This one and every other that has ended meanwhile, recorded together.
-            let mut finished: Vec<Finished> = done.into_iter().collect();
+            finished.extend(done);
             while let Some(more) = tasks.try_join_next() {
                 finished.extend(more);
             }
-            record(&db, finished, &mut in_flight).await;
         }
     }
-    let mut finished = Vec::new();
     while let Some(done) = tasks.join_next().await {
         finished.extend(done);
     }
-    record(&db, finished, &mut in_flight).await;
+    if let Err(e) = db.record_webhook_attempts(&records(&finished)).await {
+        tracing::warn!(attempts = finished.len(), error = %e,
+            "recording webhook attempts failed; they will be sent again after their lease");
+    }
     let _ = fanning.await;
 }
 

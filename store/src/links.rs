@@ -92,9 +92,12 @@ pub(crate) fn conditions(query: &ListQuery, postgres: bool) -> Conditions {
     let mut tag_params = Vec::with_capacity(query.tags.len());
     for tag in &query.tags {
         let p = next(&mut binds, Arg::Text(tag.key().to_owned()));
+        // A probe of link_tags' primary key per candidate link: the account's index is read in the list's order
+        // and stops once the page is full (a common tag). A rare tag's page is read from the tag's side instead
+        // (Conditions::page_source).
         conditions.push_str(&format!(
-            " AND l.id IN (SELECT lt.link_id FROM link_tags lt JOIN tags t ON t.id = lt.tag_id \
-             WHERE t.account_id = $1 AND t.name_key = {p})"
+            " AND EXISTS (SELECT 1 FROM link_tags lt WHERE lt.link_id = l.id AND lt.tag_id = {})",
+            tag_id_of(&p)
         ));
         tag_params.push(p);
     }
@@ -147,32 +150,66 @@ impl Conditions {
                 self.sql
             );
         };
-        let tag_id =
-            |p: &str| format!("(SELECT id FROM tags WHERE account_id = $1 AND name_key = {p})");
         if self.only_tags {
             let more: String = self.tag_params[1..]
                 .iter()
                 .map(|p| {
                     format!(
                         " AND lt0.link_id IN (SELECT link_id FROM link_tags WHERE tag_id = {})",
-                        tag_id(p)
+                        tag_id_of(p)
                     )
                 })
                 .collect();
             format!(
                 "SELECT COUNT(*) AS n FROM link_tags lt0 WHERE lt0.tag_id = {}{more}",
-                tag_id(first)
+                tag_id_of(first)
             )
         } else {
-            // CROSS JOIN keeps SQLite's loop order: the tag's rows outside, each link looked up by id.
-            format!(
-                "SELECT COUNT(*) AS n FROM link_tags lt0 CROSS JOIN links l \
-                 WHERE lt0.tag_id = {} AND l.id = lt0.link_id AND l.account_id = $1{}",
-                tag_id(first),
-                self.sql
-            )
+            format!("SELECT COUNT(*) AS n FROM {}", self.tag_driven(first))
         }
     }
+
+    /// `FROM` and `WHERE` of the links matching every condition, read from the first tag's rows in `link_tags`
+    /// outwards: `links` is looked up by id for each of the tag's links. CROSS JOIN keeps SQLite's loop order.
+    fn tag_driven(&self, first_tag: &str) -> String {
+        format!(
+            "link_tags lt0 CROSS JOIN links l WHERE lt0.tag_id = {} AND l.id = lt0.link_id \
+             AND l.account_id = $1{}",
+            tag_id_of(first_tag),
+            self.sql
+        )
+    }
+
+    /// `FROM` and `WHERE` of a page of `limit` matches after `offset`, of `total` matches among `account_links`.
+    /// With a tag, the plan is chosen here rather than left to the engine, whose estimate of a tag's share is a
+    /// guess: reading the account's index in the page's order finds a match every `account_links / total`
+    /// entries, so the page costs about `(offset + limit) × account_links / total` probes; reading the tag's
+    /// links costs `total` lookups and a sort. At a million links, a tag on 1 % of them: 2,000 probes against
+    /// 10,000 lookups; a tag on 10 links: 10 lookups against the whole index.
+    pub(crate) fn page_source(
+        &self,
+        total: i64,
+        account_links: i64,
+        offset: u64,
+        limit: u32,
+    ) -> String {
+        let scan = format!("links l WHERE l.account_id = $1{}", self.sql);
+        let Some(first) = self.tag_params.first() else {
+            return scan;
+        };
+        let wanted = offset.saturating_add(u64::from(limit)) as f64;
+        let probes = wanted * account_links.max(1) as f64 / total.max(1) as f64;
+        if (total as f64) < probes {
+            self.tag_driven(first)
+        } else {
+            scan
+        }
+    }
+}
+
+/// The id of the account's tag whose name key is bound at `p` (none: NULL, which matches nothing).
+fn tag_id_of(p: &str) -> String {
+    format!("(SELECT id FROM tags WHERE account_id = $1 AND name_key = {p})")
 }
 
 /// A link's clicks of all time, as an expression over `links l`: the total the click ingestion keeps with the day
@@ -357,26 +394,24 @@ impl Db {
         let mut tx = self.read.begin().await?;
         let postgres = is_postgres(&tx);
         let conditions = conditions(query, postgres);
-        let total: i64 = if !query.is_filtered() {
-            // The counter kept by create_link: one row instead of a count over the account.
-            sqlx::query("SELECT link_count FROM accounts WHERE id = $1")
-                .bind(account_id)
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| r.try_get("link_count"))
-                .transpose()?
-                .unwrap_or(0)
-        } else {
+        // The counter kept by create_link: the unfiltered total, and what a tag's share is measured against.
+        let account_links: i64 = sqlx::query("SELECT link_count FROM accounts WHERE id = $1")
+            .bind(account_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|r| r.try_get("link_count"))
+            .transpose()?
+            .unwrap_or(0);
+        let total: i64 = if query.is_filtered() {
             bind_all(&conditions.count_sql(), account_id, &conditions.binds)
                 .fetch_one(&mut *tx)
                 .await?
                 .try_get("n")?
+        } else {
+            account_links
         };
-        let Conditions {
-            sql: conditions,
-            binds,
-            ..
-        } = conditions;
+        let source = conditions.page_source(total, account_links, query.offset, query.limit);
+        let binds = conditions.binds;
         let SortOrder { extra, order } = sort_order(query.sort, postgres);
         // The inner query orders by the column alias where the outer one reads it from `l`.
         let inner_order = order.replace("l.clicks", "clicks");
@@ -385,8 +420,8 @@ impl Db {
         let sql = format!(
             "SELECT {LISTED_COLUMNS} \
              FROM (SELECT l.id, l.short_code, l.long_url, l.domain_id, l.group_id, l.is_active, l.created_at, \
-                          l.expires_at, l.forward_query, l.title{extra} FROM links l \
-                   WHERE l.account_id = $1{conditions} ORDER BY {inner_order} LIMIT ${lim} OFFSET ${}) l \
+                          l.expires_at, l.forward_query, l.title{extra} FROM {source} \
+                   ORDER BY {inner_order} LIMIT ${lim} OFFSET ${}) l \
              JOIN domains d ON d.id = l.domain_id ORDER BY {order}",
             lim + 1
         );

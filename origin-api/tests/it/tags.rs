@@ -756,7 +756,76 @@ async fn search_follows_changes(engine: Engine) {
     app.stop().await;
 }
 
+/// A tag's page is read either along the account's index (a common tag) or from the tag's own links (a rare tag,
+/// or a deep page): both give the same links in the same order, alone and with another filter.
+async fn tag_pages_read_either_way(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    app.platform_domain("sho.rt").await;
+    let acc = app.account(true).await;
+    // 12 links, oldest first: l00 … l11; `every` on all but l04 and l09, `few` on l01 and l10.
+    for i in 0..12 {
+        let mut tags = vec![];
+        if i != 4 && i != 9 {
+            tags.push("Every");
+        }
+        if i == 1 || i == 10 {
+            tags.push("few");
+        }
+        let link = create(
+            &app,
+            &acc,
+            json!({"long_url": format!("https://example.com/{i}"), "short_code": format!("l{i:02}"),
+                   "tags": tags}),
+        )
+        .await;
+        if i % 3 == 0 {
+            let path = format!("{LINKS}/{}", link["id"].as_str().unwrap());
+            let (s, b) = app
+                .send(
+                    Method::PATCH,
+                    &acc.key,
+                    &path,
+                    Some(json!({"is_active": false})),
+                )
+                .await;
+            assert_eq!(s, 200, "{b}");
+        }
+    }
+    let every: Vec<String> = (0..12)
+        .rev()
+        .filter(|i| *i != 4 && *i != 9)
+        .map(|i| format!("l{i:02}"))
+        .collect();
+    // 10 of 12 links: a first page reads the index (10 ≥ 2 × 12 / 10), a deep one the tag's links.
+    for (offset, limit) in [(0, 2), (1, 3), (5, 5), (8, 4), (9, 1)] {
+        let q = format!("tag=every&limit={limit}&offset={offset}");
+        let want: Vec<String> = every.iter().skip(offset).take(limit).cloned().collect();
+        assert_eq!(codes(&app, &acc, &q).await, (10, want), "{q}");
+    }
+    let q = "tag=every&sort=short_code&limit=3&offset=2";
+    assert_eq!(
+        codes(&app, &acc, q).await,
+        (10, vec!["l02".into(), "l03".into(), "l05".into()]),
+        "{q}"
+    );
+    assert_eq!(
+        codes(&app, &acc, "tag=few&limit=1").await,
+        (2, vec!["l10".into()])
+    );
+    assert_eq!(
+        codes(&app, &acc, "tag=every&tag=few").await,
+        (2, vec!["l10".into(), "l01".into()])
+    );
+    assert_eq!(
+        codes(&app, &acc, "tag=every&is_active=false&limit=2").await,
+        (3, vec!["l06".into(), "l03".into()]),
+        "l00, l03, l06 and l09 are paused; l09 lacks the tag"
+    );
+    app.stop().await;
+}
+
 both_engines!(
+    tag_pages_read_either_way,
     search_follows_changes,
     fields_follow_their_rules,
     titles_and_tags_never_touch_the_edge,

@@ -117,123 +117,48 @@ impl Db {
         in_flight: &HashMap<String, usize>,
         per_endpoint: usize,
     ) -> Result<Vec<DueDelivery>, StoreError> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let now = Micros::now().0;
-        // A read first: an idle loop (most of the time) never takes SQLite's write lock.
-        let any_due = sqlx::query(
-            "SELECT id FROM webhook_deliveries WHERE state = 'pending' AND waiting = 0 AND next_attempt_at <= $1 \
-             AND (claimed_until IS NULL OR claimed_until < $1) LIMIT 1",
-        )
-        .bind(now)
-        .fetch_optional(&self.read)
-        .await?;
-        if any_due.is_none() {
-            return Ok(Vec::new());
-        }
-        let claim = uuid::Uuid::new_v4().to_string();
-        // An endpoint that is failing (no success since its last failure) gets one place: receivers that time
-        // out hold theirs for the whole timeout, and must not take the places of the ones that answer.
-        let busy: Vec<&str> = in_flight.keys().map(String::as_str).collect();
-        let mut failing: Vec<String> = Vec::new();
-        for (list, binds) in in_lists(&busy, 1) {
-            let sql = format!(
-                "SELECT id FROM webhook_endpoints WHERE failing_since IS NOT NULL AND id IN ({list})"
-            );
-            let mut q = sqlx::query(&sql);
-            for b in binds {
-                q = q.bind(b);
+        self.record_and_claim_webhook_deliveries(&[], limit, lease, in_flight, per_endpoint)
+            .await
+    }
+
+    /// Records the attempts that ended ([`Db::record_webhook_attempts`]) and claims the next due deliveries
+    /// ([`Db::claim_webhook_deliveries`]; `in_flight` no longer counts the ended ones) in one transaction: the
+    /// delivery loop's round waits for one commit (one WAL flush) instead of two, and the places the ended
+    /// attempts freed, and the heads their successes promoted, are claimed at once.
+    pub async fn record_and_claim_webhook_deliveries(
+        &self,
+        attempts: &[(&DueDelivery, &super::Attempted, Option<Duration>)],
+        limit: usize,
+        lease: Duration,
+        in_flight: &HashMap<String, usize>,
+        per_endpoint: usize,
+    ) -> Result<Vec<DueDelivery>, StoreError> {
+        if attempts.is_empty() {
+            if limit == 0 {
+                return Ok(Vec::new());
             }
-            for r in q.fetch_all(&self.read).await? {
-                failing.push(r.try_get("id")?);
-            }
-        }
-        let cap = |endpoint: &str| {
-            if failing.iter().any(|f| f == endpoint) {
-                1
-            } else {
-                per_endpoint
-            }
-        };
-        let full: Vec<&str> = in_flight
-            .iter()
-            .filter(|(e, n)| **n >= cap(e))
-            .map(|(e, _)| e.as_str())
-            .collect();
-        let mut tx = self.begin_queue_write().await?;
-        let skip = if full.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " AND d.endpoint_id NOT IN ({})",
-                placeholders(3, full.len())
+            // A read first: an idle loop (most of the time) never takes SQLite's write lock.
+            let any_due = sqlx::query(
+                "SELECT id FROM webhook_deliveries WHERE state = 'pending' AND waiting = 0 AND next_attempt_at <= $1 \
+                 AND (claimed_until IS NULL OR claimed_until < $1) LIMIT 1",
             )
-        };
-        let lock = if is_postgres(&tx) {
-            " FOR UPDATE OF d SKIP LOCKED"
+            .bind(Micros::now().0)
+            .fetch_optional(&self.read)
+            .await?;
+            if any_due.is_none() {
+                return Ok(Vec::new());
+            }
+        }
+        let mut tx = self.begin_queue_write().await?;
+        if !attempts.is_empty() {
+            super::record::record_in(&mut tx, attempts).await?;
+        }
+        let due = if limit == 0 {
+            Vec::new()
         } else {
-            ""
+            claim_in(&mut tx, limit, lease, in_flight, per_endpoint).await?
         };
-        let sql = format!(
-            "SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
-             WHERE d.state = 'pending' AND d.next_attempt_at <= $1 \
-             AND d.waiting = 0 AND (d.claimed_until IS NULL OR d.claimed_until < $1) AND e.enabled = 1{skip} \
-             ORDER BY d.next_attempt_at, d.id LIMIT $2{lock}"
-        );
-        // More candidates than places, so endpoints at their bound leave room for the others.
-        let candidates = i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX);
-        let mut q = sqlx::query(&sql).bind(now).bind(candidates);
-        for e in &full {
-            q = q.bind(*e);
-        }
-        let rows = q.fetch_all(&mut *tx).await?;
-        let mut taken: HashMap<String, usize> = HashMap::new();
-        let mut picked: Vec<i64> = Vec::with_capacity(limit);
-        for r in &rows {
-            if picked.len() >= limit {
-                break;
-            }
-            let endpoint: String = r.try_get("endpoint_id")?;
-            let busy = in_flight.get(&endpoint).copied().unwrap_or(0);
-            let room = cap(&endpoint);
-            let n = taken.entry(endpoint).or_default();
-            if busy + *n < room {
-                *n += 1;
-                picked.push(r.try_get("id")?);
-            }
-        }
-        if picked.is_empty() {
-            tx.commit().await?;
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "UPDATE webhook_deliveries SET claimed_by = $1, claimed_until = $2 WHERE id IN ({})",
-            placeholders(3, picked.len())
-        );
-        let mut q = sqlx::query(&sql)
-            .bind(&claim)
-            .bind(now.saturating_add(micros(lease)));
-        for id in &picked {
-            q = q.bind(*id);
-        }
-        q.execute(&mut *tx).await?;
-        let sql = format!(
-            "SELECT {DUE_COLUMNS} FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id \
-             JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id IN ({})",
-            placeholders(1, picked.len())
-        );
-        let mut q = sqlx::query(&sql);
-        for id in &picked {
-            q = q.bind(*id);
-        }
-        let rows = q.fetch_all(&mut *tx).await?;
         tx.commit().await?;
-        let mut due = rows
-            .iter()
-            .map(|r| due_from_row(r, &claim))
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        due.sort_by_key(|d| picked.iter().position(|p| *p == d.delivery_id));
         Ok(due)
     }
 
@@ -373,4 +298,116 @@ impl Db {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// The claim of [`Db::claim_webhook_deliveries`] in the caller's queue transaction (after the round's records, so
+/// an endpoint's failing state and its queues' heads are as those left them).
+async fn claim_in(
+    tx: &mut sqlx::AnyConnection,
+    limit: usize,
+    lease: Duration,
+    in_flight: &HashMap<String, usize>,
+    per_endpoint: usize,
+) -> Result<Vec<DueDelivery>, StoreError> {
+    let now = Micros::now().0;
+    let claim = uuid::Uuid::new_v4().to_string();
+    // An endpoint that is failing (no success since its last failure) gets one place: receivers that time
+    // out hold theirs for the whole timeout, and must not take the places of the ones that answer.
+    let busy: Vec<&str> = in_flight.keys().map(String::as_str).collect();
+    let mut failing: Vec<String> = Vec::new();
+    for (list, binds) in in_lists(&busy, 1) {
+        let sql = format!(
+            "SELECT id FROM webhook_endpoints WHERE failing_since IS NOT NULL AND id IN ({list})"
+        );
+        let mut q = sqlx::query(&sql);
+        for b in binds {
+            q = q.bind(b);
+        }
+        for r in q.fetch_all(&mut *tx).await? {
+            failing.push(r.try_get("id")?);
+        }
+    }
+    let cap = |endpoint: &str| {
+        if failing.iter().any(|f| f == endpoint) {
+            1
+        } else {
+            per_endpoint
+        }
+    };
+    let full: Vec<&str> = in_flight
+        .iter()
+        .filter(|(e, n)| **n >= cap(e))
+        .map(|(e, _)| e.as_str())
+        .collect();
+    let skip = if full.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " AND d.endpoint_id NOT IN ({})",
+            placeholders(3, full.len())
+        )
+    };
+    let lock = if is_postgres(tx) {
+        " FOR UPDATE OF d SKIP LOCKED"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+         WHERE d.state = 'pending' AND d.next_attempt_at <= $1 \
+         AND d.waiting = 0 AND (d.claimed_until IS NULL OR d.claimed_until < $1) AND e.enabled = 1{skip} \
+         ORDER BY d.next_attempt_at, d.id LIMIT $2{lock}"
+    );
+    // More candidates than places, so endpoints at their bound leave room for the others.
+    let candidates = i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX);
+    let mut q = sqlx::query(&sql).bind(now).bind(candidates);
+    for e in &full {
+        q = q.bind(*e);
+    }
+    let rows = q.fetch_all(&mut *tx).await?;
+    let mut taken: HashMap<String, usize> = HashMap::new();
+    let mut picked: Vec<i64> = Vec::with_capacity(limit);
+    for r in &rows {
+        if picked.len() >= limit {
+            break;
+        }
+        let endpoint: String = r.try_get("endpoint_id")?;
+        let busy = in_flight.get(&endpoint).copied().unwrap_or(0);
+        let room = cap(&endpoint);
+        let n = taken.entry(endpoint).or_default();
+        if busy + *n < room {
+            *n += 1;
+            picked.push(r.try_get("id")?);
+        }
+    }
+    if picked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "UPDATE webhook_deliveries SET claimed_by = $1, claimed_until = $2 WHERE id IN ({})",
+        placeholders(3, picked.len())
+    );
+    let mut q = sqlx::query(&sql)
+        .bind(&claim)
+        .bind(now.saturating_add(micros(lease)));
+    for id in &picked {
+        q = q.bind(*id);
+    }
+    q.execute(&mut *tx).await?;
+    let sql = format!(
+        "SELECT {DUE_COLUMNS} FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id \
+         JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id IN ({})",
+        placeholders(1, picked.len())
+    );
+    let mut q = sqlx::query(&sql);
+    for id in &picked {
+        q = q.bind(*id);
+    }
+    let rows = q.fetch_all(&mut *tx).await?;
+    let mut due = rows
+        .iter()
+        .map(|r| due_from_row(r, &claim))
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    due.sort_by_key(|d| picked.iter().position(|p| *p == d.delivery_id));
+    Ok(due)
 }

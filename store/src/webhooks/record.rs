@@ -10,7 +10,7 @@ use crate::domain::Micros;
 use crate::error::StoreError;
 use crate::pool::Db;
 use crate::sql_chunks::in_lists;
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
@@ -311,9 +311,8 @@ impl Db {
             .await
     }
 
-    /// Records several attempts as [`Db::record_webhook_attempt`] does one, in one transaction: the delivery loop
-    /// records what has finished since its last round together, so a busy endpoint costs one write transaction
-    /// per round rather than one per delivery.
+    /// Records several attempts as [`Db::record_webhook_attempt`] does one, in one transaction (the delivery loop
+    /// records them with its next claim instead: [`Db::record_and_claim_webhook_deliveries`]).
     pub async fn record_webhook_attempts(
         &self,
         attempts: &[(&DueDelivery, &Attempted, Option<Duration>)],
@@ -321,24 +320,33 @@ impl Db {
         if attempts.is_empty() {
             return Ok(());
         }
-        let now = Micros::now();
-        let mut ordered: Vec<&(&DueDelivery, &Attempted, Option<Duration>)> =
-            attempts.iter().collect();
-        ordered.sort_by_key(|(due, _, _)| due.delivery_id);
         let mut tx = self.begin_queue_write().await?;
-        lock_in_id_order(&mut tx, &ordered).await?;
-        insert_attempts(&mut tx, &ordered, now).await?;
-        // The common case, a delivered event, in a few statements for the whole batch; the rest row by row.
-        let (delivered, rest): (Vec<_>, Vec<_>) = ordered
-            .into_iter()
-            .partition(|(due, outcome, _)| outcome.success && !due.is_ping());
-        let succeeded = end_delivered(&mut tx, &delivered, now).await?;
-        for (due, outcome, retry_in) in rest {
-            end_one(&mut tx, due, outcome, *retry_in, now, &succeeded).await?;
-        }
+        record_in(&mut tx, attempts).await?;
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Records `attempts` in the caller's queue transaction: a busy endpoint costs a few statements per round of the
+/// loop rather than a transaction per delivery.
+pub(super) async fn record_in(
+    tx: &mut AnyConnection,
+    attempts: &[(&DueDelivery, &Attempted, Option<Duration>)],
+) -> Result<(), StoreError> {
+    let now = Micros::now();
+    let mut ordered: Vec<&(&DueDelivery, &Attempted, Option<Duration>)> = attempts.iter().collect();
+    ordered.sort_by_key(|(due, _, _)| due.delivery_id);
+    lock_in_id_order(tx, &ordered).await?;
+    insert_attempts(tx, &ordered, now).await?;
+    // The common case, a delivered event, in a few statements for the whole batch; the rest row by row.
+    let (delivered, rest): (Vec<_>, Vec<_>) = ordered
+        .into_iter()
+        .partition(|(due, outcome, _)| outcome.success && !due.is_ping());
+    let succeeded = end_delivered(tx, &delivered, now).await?;
+    for (due, outcome, retry_in) in rest {
+        end_one(tx, due, outcome, *retry_in, now, &succeeded).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
