@@ -5,7 +5,7 @@
 # tests/tests/bench_search.rs, an #[ignore]d test, so it never runs in the normal suite; it seeds with sqlite3 /
 # psql, which must be installed. Prints a table.
 #
-# Usage: scripts/bench-search.sh                                  (both engines; about 15 minutes)
+# Usage: scripts/bench-search.sh                                  (both engines; about 6 minutes)
 #        SEARCH_BENCH_ENGINES=sqlite scripts/bench-search.sh       (one engine: sqlite or postgres)
 #        SEARCH_BENCH_LINKS=100000 scripts/bench-search.sh         (a smaller account)
 set -euo pipefail
