@@ -5,6 +5,7 @@
 
 use crate::domain::Micros;
 use crate::error::StoreError;
+use crate::sql_chunks::MultiRow;
 use sqlx::AnyConnection;
 
 /// How long rows are kept unless the operator says otherwise.
@@ -197,10 +198,6 @@ pub(crate) struct Entry<'a> {
     pub(crate) details: serde_json::Value,
 }
 
-/// Rows per statement of [`record_many`]: SQLite's link writer commits at most 64 creations at once, so a batch
-/// is one statement (7 parameters a row and the shared time, far under both engines' limits).
-const ROWS_PER_STATEMENT: usize = 64;
-
 /// [`record`] for several rows at once, on `conn` (the changes' own transaction), all at the same time: a batch
 /// of link creations costs one statement, not one per link. The rows keep the order of `entries` (their ids
 /// increase in that order).
@@ -209,31 +206,16 @@ pub(crate) async fn record_many(
     entries: &[Entry<'_>],
 ) -> Result<(), StoreError> {
     let at = Micros::now().0;
-    for chunk in entries.chunks(ROWS_PER_STATEMENT) {
-        let values: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let p = 2 + 7 * i;
-                format!(
-                    "(${}, $1, ${}, ${}, ${}, ${}, ${}, ${})",
-                    p,
-                    p + 1,
-                    p + 2,
-                    p + 3,
-                    p + 4,
-                    p + 5,
-                    p + 6
-                )
-            })
-            .collect();
+    for (chunk, values) in MultiRow::of(conn).split(entries, 8) {
         let sql = format!(
             "INSERT INTO audit_log (account_id, at, actor_type, actor_email, action, target_type, target_id, \
-             details) VALUES {}",
-            values.join(", ")
+             details) VALUES {values}"
         );
-        let mut q = sqlx::query(&sql).bind(at);
+        let mut q = sqlx::query(&sql);
         for e in chunk {
             q = q
                 .bind(e.account_id)
+                .bind(at)
                 .bind(e.actor.kind())
                 .bind(e.actor.email())
                 .bind(e.action.as_str())

@@ -40,18 +40,22 @@ pub(crate) async fn set_link_tags(
     if tags.is_empty() {
         return Ok(());
     }
-    // At most 10 tags (domain::MAX_TAGS): one statement each for the tags and the links' rows.
-    let values: Vec<String> = (0..tags.len())
-        .map(|i| format!("(${}, $1, ${}, ${}, $2)", 3 + 3 * i, 4 + 3 * i, 5 + 3 * i))
-        .collect();
+    // At most 10 tags (domain::MAX_TAGS): one statement each for the tags and the link's rows.
+    let multi_row = MultiRow::of(conn);
+    let now = Micros::now().0;
     let sql = format!(
         "INSERT INTO tags (id, account_id, name, name_key, created_at) VALUES {} \
          ON CONFLICT (account_id, name_key) DO UPDATE SET name = tags.name RETURNING id",
-        values.join(", ")
+        multi_row.values(tags.len(), 5)
     );
-    let mut q = sqlx::query(&sql).bind(account_id).bind(Micros::now().0);
+    let mut q = sqlx::query(&sql);
     for tag in tags {
-        q = q.bind(new_id()).bind(tag.name()).bind(tag.key());
+        q = q
+            .bind(new_id())
+            .bind(account_id)
+            .bind(tag.name())
+            .bind(tag.key())
+            .bind(now);
     }
     let ids: Vec<String> = q
         .fetch_all(&mut *conn)
@@ -59,16 +63,13 @@ pub(crate) async fn set_link_tags(
         .iter()
         .map(|r| r.try_get("id"))
         .collect::<Result<_, sqlx::Error>>()?;
-    let values: Vec<String> = (0..ids.len())
-        .map(|i| format!("($1, ${})", i + 2))
-        .collect();
     let sql = format!(
         "INSERT INTO link_tags (link_id, tag_id) VALUES {}",
-        values.join(", ")
+        multi_row.values(ids.len(), 2)
     );
-    let mut q = sqlx::query(&sql).bind(link_id);
+    let mut q = sqlx::query(&sql);
     for id in &ids {
-        q = q.bind(id.as_str());
+        q = q.bind(link_id).bind(id.as_str());
     }
     q.execute(&mut *conn).await?;
     Ok(())
@@ -97,14 +98,10 @@ pub(crate) async fn tag_new_links(
     lock_account_tags(conn, account_id).await?;
     let now = Micros::now().0;
     let mut ids: HashMap<String, String> = HashMap::with_capacity(named.len());
-    let mut rest = named.as_slice();
-    for n in multi_row.chunks(named.len(), 5) {
-        let (chunk, tail) = rest.split_at(n);
-        rest = tail;
+    for (chunk, values) in multi_row.split(&named, 5) {
         let sql = format!(
-            "INSERT INTO tags (id, account_id, name, name_key, created_at) VALUES {} \
-             ON CONFLICT (account_id, name_key) DO UPDATE SET name = tags.name RETURNING id, name_key",
-            multi_row.values(n, 5)
+            "INSERT INTO tags (id, account_id, name, name_key, created_at) VALUES {values} \
+             ON CONFLICT (account_id, name_key) DO UPDATE SET name = tags.name RETURNING id, name_key"
         );
         let mut q = sqlx::query(&sql);
         for tag in chunk {
@@ -128,14 +125,8 @@ pub(crate) async fn tag_new_links(
             rows.push((link, id.as_str()));
         }
     }
-    let mut rest = rows.as_slice();
-    for n in multi_row.chunks(rows.len(), 2) {
-        let (chunk, tail) = rest.split_at(n);
-        rest = tail;
-        let sql = format!(
-            "INSERT INTO link_tags (link_id, tag_id) VALUES {}",
-            multi_row.values(n, 2)
-        );
+    for (chunk, values) in multi_row.split(&rows, 2) {
+        let sql = format!("INSERT INTO link_tags (link_id, tag_id) VALUES {values}");
         let mut q = sqlx::query(&sql);
         for (link, tag) in chunk {
             q = q.bind(*link).bind(*tag);

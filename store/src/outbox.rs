@@ -4,6 +4,7 @@
 
 use crate::domain::Micros;
 use crate::error::StoreError;
+use crate::sql_chunks::MultiRow;
 use sqlx::AnyConnection;
 
 /// Adds `keys` to the outbox on `conn` (the caller's transaction).
@@ -12,18 +13,11 @@ pub(crate) async fn enqueue(conn: &mut AnyConnection, keys: &[String]) -> Result
         return Ok(());
     }
     let now = Micros::now().0;
-    // Chunked so one statement stays well under both engines' parameter limits.
-    for chunk in keys.chunks(400) {
-        let values: Vec<String> = (0..chunk.len())
-            .map(|i| format!("(${}, $1)", i + 2))
-            .collect();
-        let sql = format!(
-            "INSERT INTO outbox (kv_key, created_at) VALUES {}",
-            values.join(", ")
-        );
-        let mut q = sqlx::query(&sql).bind(now);
+    for (chunk, values) in MultiRow::of(conn).split(keys, 2) {
+        let sql = format!("INSERT INTO outbox (kv_key, created_at) VALUES {values}");
+        let mut q = sqlx::query(&sql);
         for key in chunk {
-            q = q.bind(key.as_str());
+            q = q.bind(key.as_str()).bind(now);
         }
         q.execute(&mut *conn).await?;
     }

@@ -106,10 +106,7 @@ impl Db {
                     })
                 };
                 // Anonymous placeholders: see MultiRow.
-                let multi_row = MultiRow {
-                    max_params: 4_096,
-                    anonymous: true,
-                };
+                let multi_row = MultiRow::SQLITE;
                 let url = sqlite_create_if_missing(url);
                 // The writer's page cache is 64 MiB instead of SQLite's 2 MiB: click reports upsert thousands of
                 // counter rows across many links each, and with the small cache those B-tree pages were re-read for
@@ -155,10 +152,7 @@ impl Db {
                     read: pool.clone(),
                     write: pool,
                     link_path: LinkPath::Direct,
-                    multi_row: MultiRow {
-                        max_params: 4_096,
-                        anonymous: false,
-                    },
+                    multi_row: MultiRow::POSTGRES,
                     click_writer: None,
                     hashing: HashLimit::per_core(),
                     migrator: &POSTGRES_MIGRATIONS,

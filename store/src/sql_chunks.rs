@@ -20,6 +20,40 @@ pub(crate) struct MultiRow {
 }
 
 impl MultiRow {
+    /// SQLite's: anonymous placeholders.
+    pub(crate) const SQLITE: MultiRow = MultiRow {
+        max_params: 4_096,
+        anonymous: true,
+    };
+    /// PostgreSQL's: numbered placeholders (it has no anonymous ones).
+    pub(crate) const POSTGRES: MultiRow = MultiRow {
+        max_params: 4_096,
+        anonymous: false,
+    };
+
+    /// The shape for `conn`'s engine, for code that has a connection but not the pools.
+    pub(crate) fn of(conn: &sqlx::AnyConnection) -> MultiRow {
+        if conn.backend_name() == "PostgreSQL" {
+            Self::POSTGRES
+        } else {
+            Self::SQLITE
+        }
+    }
+
+    /// `rows` in the chunks of [`MultiRow::chunks`], in order, each with its `VALUES` list ([`MultiRow::values`]).
+    pub(crate) fn split<'a, T>(
+        self,
+        rows: &'a [T],
+        cols: usize,
+    ) -> impl Iterator<Item = (&'a [T], String)> + 'a {
+        let mut rest = rows;
+        self.chunks(rows.len(), cols).into_iter().map(move |n| {
+            let (chunk, tail) = rest.split_at(n);
+            rest = tail;
+            (chunk, self.values(n, cols))
+        })
+    }
+
     /// Splits `n` rows of `cols` columns into chunk lengths from [`ROW_CHUNKS`], largest first, each with at
     /// most `max_params` parameters (and at least one row).
     pub(crate) fn chunks(self, mut n: usize, cols: usize) -> Vec<usize> {
@@ -114,6 +148,24 @@ mod tests {
                 assert!(chunks.iter().all(|c| c * cols <= max_params));
             }
         }
+    }
+
+    #[test]
+    fn split_keeps_order_and_numbers_each_chunk_from_one() {
+        let rows: Vec<u32> = (0..700).collect();
+        let parts: Vec<(&[u32], String)> = PG.split(&rows, 8).collect();
+        assert_eq!(
+            parts.iter().map(|(c, _)| c.len()).collect::<Vec<_>>(),
+            [512, 128, 32, 16, 8, 2, 2]
+        );
+        let joined: Vec<u32> = parts.iter().flat_map(|(c, _)| c.iter().copied()).collect();
+        assert_eq!(joined, rows);
+        let (last, values) = &parts[6];
+        assert_eq!(last, &[698, 699]);
+        assert!(values.starts_with("($1, $2,") && values.ends_with("$16)"), "{values}");
+        let (_, sqlite) = MultiRow::SQLITE.split(&rows[..1], 2).next().unwrap();
+        assert_eq!(sqlite, "(?, ?)");
+        assert_eq!(PG.split(&rows[..0], 8).count(), 0);
     }
 
     #[test]

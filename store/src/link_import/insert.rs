@@ -82,15 +82,11 @@ pub(super) async fn insert_links(
             break;
         }
         let mut inserted: HashSet<String> = HashSet::with_capacity(pending.len());
-        let mut rest = pending.as_slice();
-        for n in multi_row.chunks(pending.len(), COLUMNS) {
-            let (chunk, tail) = rest.split_at(n);
-            rest = tail;
+        for (chunk, values) in multi_row.split(&pending, COLUMNS) {
             let sql = format!(
                 "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, \
-                 created_at, created_by_key, expires_at, forward_query, title, search_text) VALUES {} \
-                 ON CONFLICT (domain_id, short_code) DO NOTHING RETURNING id",
-                multi_row.values(n, COLUMNS)
+                 created_at, created_by_key, expires_at, forward_query, title, search_text) VALUES {values} \
+                 ON CONFLICT (domain_id, short_code) DO NOTHING RETURNING id"
             );
             let mut q = sqlx::query(&sql);
             for &i in chunk {

@@ -138,13 +138,9 @@ async fn record_problems(
     import_id: &str,
     problems: &[&ImportProblem],
 ) -> Result<(), StoreError> {
-    let mut rest = problems;
-    for n in multi_row.chunks(problems.len(), 4) {
-        let (chunk, tail) = rest.split_at(n);
-        rest = tail;
+    for (chunk, values) in multi_row.split(problems, 4) {
         let sql = format!(
-            "INSERT INTO link_import_errors (import_id, row_number, error_code, detail) VALUES {}",
-            multi_row.values(n, 4)
+            "INSERT INTO link_import_errors (import_id, row_number, error_code, detail) VALUES {values}"
         );
         let mut q = sqlx::query(&sql);
         for p in chunk {

@@ -12,12 +12,9 @@ use super::{EventType, events_from_json};
 use crate::domain::Micros;
 use crate::error::StoreError;
 use crate::listed::{LISTED_COLUMNS, ListedLink};
-use crate::sql_chunks::in_lists;
+use crate::sql_chunks::{MultiRow, in_lists};
 use sqlx::{AnyConnection, Row};
 use std::collections::HashMap;
-
-/// Rows per multi-row insert (4 parameters a row at most: far under both engines' limits).
-const ROWS_PER_STATEMENT: usize = 64;
 
 /// True on PostgreSQL (row locks and `SKIP LOCKED`), false on SQLite (one writer: nothing to lock).
 pub(crate) fn is_postgres(conn: &AnyConnection) -> bool {
@@ -95,32 +92,25 @@ pub(crate) async fn write_events(
             (new_event_id(), e, payload(kind, now, data))
         })
         .collect();
-    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        let values: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let p = 3 + 4 * i;
-                format!("(${}, ${}, $1, ${}, ${}, $2)", p, p + 1, p + 2, p + 3)
-            })
-            .collect();
+    let multi_row = MultiRow::of(conn);
+    for (chunk, values) in multi_row.split(&rows, 6) {
         let sql = format!(
-            "INSERT INTO webhook_events (id, account_id, type, ordering_key, payload, created_at) VALUES {}",
-            values.join(", ")
+            "INSERT INTO webhook_events (id, account_id, type, ordering_key, payload, created_at) VALUES {values}"
         );
-        let mut q = sqlx::query(&sql).bind(kind.as_str()).bind(now.0);
+        let mut q = sqlx::query(&sql);
         for (id, e, body) in chunk {
             q = q
                 .bind(id.as_str())
                 .bind(e.account_id)
+                .bind(kind.as_str())
                 .bind(e.ordering_key)
-                .bind(body.as_str());
+                .bind(body.as_str())
+                .bind(now.0);
         }
         q.execute(&mut *conn).await?;
-        let values: Vec<String> = (0..chunk.len())
-            .map(|i| format!("(${}, ${})", 1 + 2 * i, 2 + 2 * i))
-            .collect();
         let sql = format!(
             "INSERT INTO webhook_fanout (event_id, endpoints) VALUES {}",
-            values.join(", ")
+            multi_row.values(chunk.len(), 2)
         );
         let mut q = sqlx::query(&sql);
         for (id, e, _) in chunk {

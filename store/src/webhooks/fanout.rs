@@ -9,12 +9,9 @@
 use super::emit::is_postgres;
 use crate::error::StoreError;
 use crate::pool::Db;
-use crate::sql_chunks::in_lists;
+use crate::sql_chunks::{MultiRow, in_lists};
 use sqlx::{AnyConnection, Row};
 use std::collections::HashSet;
-
-/// Rows per multi-row insert of deliveries (4 parameters a row, plus one).
-const ROWS_PER_STATEMENT: usize = 64;
 
 /// The name fan-outs serialise on ([`Db::serialise_on`]).
 const FANOUT_LOCK: &str = "webhook-fanout";
@@ -124,27 +121,22 @@ async fn insert_deliveries(
             (endpoint, event, key, i64::from(waiting))
         })
         .collect();
-    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        let values: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let p = 2 + 4 * i;
-                format!(
-                    "(${}, ${}, ${}, 'pending', 0, $1, $1, ${})",
-                    p,
-                    p + 1,
-                    p + 2,
-                    p + 3
-                )
-            })
-            .collect();
+    for (chunk, values) in MultiRow::of(conn).split(&rows, 8) {
         let sql = format!(
             "INSERT INTO webhook_deliveries (endpoint_id, event_id, ordering_key, state, attempts, \
-             next_attempt_at, created_at, waiting) VALUES {}",
-            values.join(", ")
+             next_attempt_at, created_at, waiting) VALUES {values}"
         );
-        let mut q = sqlx::query(&sql).bind(now);
+        let mut q = sqlx::query(&sql);
         for (endpoint, event, key, waiting) in chunk {
-            q = q.bind(*endpoint).bind(*event).bind(*key).bind(*waiting);
+            q = q
+                .bind(*endpoint)
+                .bind(*event)
+                .bind(*key)
+                .bind("pending")
+                .bind(0i64)
+                .bind(now)
+                .bind(now)
+                .bind(*waiting);
         }
         q.execute(&mut *conn).await?;
     }

@@ -9,7 +9,7 @@ use super::endpoints::drop_pending;
 use crate::domain::Micros;
 use crate::error::StoreError;
 use crate::pool::Db;
-use crate::sql_chunks::in_lists;
+use crate::sql_chunks::{MultiRow, in_lists};
 use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -146,9 +146,6 @@ async fn end_one(
 /// One recorded attempt: the claimed delivery, what it came to, and when to try again (none: it was the last).
 type Recorded<'a> = (&'a DueDelivery, &'a Attempted, Option<Duration>);
 
-/// Rows per multi-row insert into the log (8 parameters a row).
-const LOG_ROWS_PER_STATEMENT: usize = 64;
-
 /// On PostgreSQL, locks the batch's deliveries in id order before anything else touches them: fan-outs lock the
 /// heads they queue behind in id order too (`fanout::heads`), so the two never deadlock, whatever order the
 /// statements below visit rows in.
@@ -179,34 +176,19 @@ async fn insert_attempts(
     ordered: &[&Recorded<'_>],
     now: Micros,
 ) -> Result<(), StoreError> {
-    for chunk in ordered.chunks(LOG_ROWS_PER_STATEMENT) {
-        let values: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let p = 2 + 7 * i;
-                format!(
-                    "(${}, ${}, ${}, ${}, $1, ${}, ${}, ${})",
-                    p,
-                    p + 1,
-                    p + 2,
-                    p + 3,
-                    p + 4,
-                    p + 5,
-                    p + 6
-                )
-            })
-            .collect();
+    for (chunk, values) in MultiRow::of(tx).split(ordered, 8) {
         let sql = format!(
             "INSERT INTO webhook_attempts (endpoint_id, event_id, event_type, attempt, at, status_code, \
-             duration_ms, error) VALUES {}",
-            values.join(", ")
+             duration_ms, error) VALUES {values}"
         );
-        let mut q = sqlx::query(&sql).bind(now.0);
+        let mut q = sqlx::query(&sql);
         for (due, outcome, _) in chunk {
             q = q
                 .bind(due.endpoint_id.as_str())
                 .bind(due.event_id.as_str())
                 .bind(due.event_type.as_str())
                 .bind(i64::from(due.attempt))
+                .bind(now.0)
                 .bind(outcome.status_code.map(i64::from))
                 .bind(i64::try_from(outcome.duration_ms).unwrap_or(i64::MAX))
                 .bind(outcome.failure());
