@@ -45,8 +45,8 @@ async fn export(app: &TestApp, key: &str, query: &str) -> (u16, String, String) 
     (status, ctype, resp.text().await.unwrap())
 }
 
-/// A CSV export's records (header checked), each as a map from column to value.
-async fn csv_rows(
+/// A CSV export's records (header checked), each as a map from column to value. The imports' tests read it too.
+pub(crate) async fn csv_rows(
     app: &TestApp,
     acc: &Account,
     query: &str,

@@ -60,28 +60,7 @@ async fn wait_done(app: &TestApp, acc: &Account, id: &str) -> Value {
 }
 
 async fn export(app: &TestApp, acc: &Account) -> Vec<std::collections::HashMap<String, String>> {
-    let resp = app
-        .get(&acc.key, &format!("{LINKS}/export?sort=short_code"))
-        .await;
-    assert_eq!(resp.status(), 200);
-    let body = resp.text().await.unwrap();
-    let mut reader = csv::Reader::from_reader(body.as_bytes());
-    let header: Vec<String> = reader
-        .headers()
-        .unwrap()
-        .iter()
-        .map(str::to_owned)
-        .collect();
-    reader
-        .records()
-        .map(|r| {
-            header
-                .iter()
-                .cloned()
-                .zip(r.unwrap().iter().map(str::to_owned))
-                .collect()
-        })
-        .collect()
+    crate::export::csv_rows(app, acc, "sort=short_code").await
 }
 
 /// Export → delete → import into another account: the same links, tags, titles, groups (by name) and states.
