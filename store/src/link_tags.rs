@@ -37,45 +37,13 @@ pub(crate) async fn set_link_tags(
         .bind(link_id)
         .execute(&mut *conn)
         .await?;
-    if tags.is_empty() {
-        return Ok(());
-    }
     // At most 10 tags (domain::MAX_TAGS): one statement each for the tags and the link's rows.
-    let multi_row = MultiRow::of(conn);
-    let now = Micros::now().0;
-    let sql = format!(
-        "INSERT INTO tags (id, account_id, name, name_key, created_at) VALUES {} \
-         ON CONFLICT (account_id, name_key) DO UPDATE SET name = tags.name RETURNING id",
-        multi_row.values(tags.len(), 5)
-    );
-    let mut q = sqlx::query(&sql);
-    for tag in tags {
-        q = q
-            .bind(new_id())
-            .bind(account_id)
-            .bind(tag.name())
-            .bind(tag.key())
-            .bind(now);
-    }
-    let ids: Vec<String> = q
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|r| r.try_get("id"))
-        .collect::<Result<_, sqlx::Error>>()?;
-    let sql = format!(
-        "INSERT INTO link_tags (link_id, tag_id) VALUES {}",
-        multi_row.values(ids.len(), 2)
-    );
-    let mut q = sqlx::query(&sql);
-    for id in &ids {
-        q = q.bind(link_id).bind(id.as_str());
-    }
-    q.execute(&mut *conn).await?;
+    tag_new_links(conn, MultiRow::of(conn), account_id, &[(link_id, tags)]).await?;
     Ok(())
 }
 
-/// Puts their tags on links created in the caller's transaction (so they carry none yet), all of one account: one
+/// Puts their tags on links that carry none (created, or their tags removed, in the caller's transaction), all of
+/// one account: one
 /// upsert of the tags they name and one insert of their rows (chunked), however many links. A bulk of new links
 /// written this way costs its writer two statements, not three per link.
 pub(crate) async fn tag_new_links(

@@ -350,6 +350,20 @@ impl TestApp {
         json(self.create(key, body).await).await
     }
 
+    /// Pauses link `link_id` with `PATCH links/{id}` `{"is_active": false}`, which must answer 200.
+    pub async fn pause_link(&self, key: &str, link_id: &str) {
+        let path = format!("/api/v1/external/links/{link_id}");
+        let (s, b) = self
+            .send(
+                reqwest::Method::PATCH,
+                key,
+                &path,
+                Some(serde_json::json!({"is_active": false})),
+            )
+            .await;
+        assert_eq!(s, 200, "pausing {link_id}: {b}");
+    }
+
     /// Any method with a key and an optional JSON body, answered as (status, JSON body or `null` when empty).
     pub async fn send(
         &self,

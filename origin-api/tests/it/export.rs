@@ -131,16 +131,7 @@ async fn columns_formats_and_filters(engine: Engine) {
         json!({"long_url": "https://shop.example/c", "short_code": "ccc", "title": "Third", "tags": ["promo"]}),
     )
     .await;
-    let path = format!("{LINKS}/{}", c["id"].as_str().unwrap());
-    let (s, _) = app
-        .send(
-            Method::PATCH,
-            &acc.key,
-            &path,
-            Some(json!({"is_active": false})),
-        )
-        .await;
-    assert_eq!(s, 200);
+    app.pause_link(&acc.key, c["id"].as_str().unwrap()).await;
     create(
         &app,
         &other,

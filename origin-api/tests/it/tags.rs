@@ -779,16 +779,7 @@ async fn tag_pages_read_either_way(engine: Engine) {
         )
         .await;
         if i % 3 == 0 {
-            let path = format!("{LINKS}/{}", link["id"].as_str().unwrap());
-            let (s, b) = app
-                .send(
-                    Method::PATCH,
-                    &acc.key,
-                    &path,
-                    Some(json!({"is_active": false})),
-                )
-                .await;
-            assert_eq!(s, 200, "{b}");
+            app.pause_link(&acc.key, link["id"].as_str().unwrap()).await;
         }
     }
     let every: Vec<String> = (0..12)
