@@ -117,49 +117,26 @@ impl Db {
         in_flight: &HashMap<String, usize>,
         per_endpoint: usize,
     ) -> Result<Vec<DueDelivery>, StoreError> {
-        self.record_and_claim_webhook_deliveries(&[], limit, lease, in_flight, per_endpoint)
-            .await
-    }
-
-    /// Records the attempts that ended ([`Db::record_webhook_attempts`]) and claims the next due deliveries
-    /// ([`Db::claim_webhook_deliveries`]; `in_flight` no longer counts the ended ones) in one transaction: the
-    /// delivery loop's round waits for one commit (one WAL flush) instead of two, and the places the ended
-    /// attempts freed, and the heads their successes promoted, are claimed at once.
-    pub async fn record_and_claim_webhook_deliveries(
-        &self,
-        attempts: &[(&DueDelivery, &super::Attempted, Option<Duration>)],
-        limit: usize,
-        lease: Duration,
-        in_flight: &HashMap<String, usize>,
-        per_endpoint: usize,
-    ) -> Result<Vec<DueDelivery>, StoreError> {
-        if attempts.is_empty() {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            // A read first: an idle loop (most of the time) never takes SQLite's write lock.
-            let any_due = sqlx::query(
-                "SELECT id FROM webhook_deliveries WHERE state = 'pending' AND waiting = 0 AND next_attempt_at <= $1 \
-                 AND (claimed_until IS NULL OR claimed_until < $1) LIMIT 1",
-            )
-            .bind(Micros::now().0)
-            .fetch_optional(&self.read)
-            .await?;
-            if any_due.is_none() {
-                return Ok(Vec::new());
-            }
+        if limit == 0 || !self.any_webhook_delivery_due().await? {
+            return Ok(Vec::new());
         }
         let mut tx = self.begin_queue_write().await?;
-        if !attempts.is_empty() {
-            super::record::record_in(&mut tx, attempts).await?;
-        }
-        let due = if limit == 0 {
-            Vec::new()
-        } else {
-            claim_in(&mut tx, limit, lease, in_flight, per_endpoint).await?
-        };
+        let due = claim_in(&mut tx, limit, lease, in_flight, per_endpoint).await?;
         tx.commit().await?;
         Ok(due)
+    }
+
+    /// Whether any delivery is due, on a read connection: an idle loop (most of the time) never takes SQLite's
+    /// write lock.
+    pub(super) async fn any_webhook_delivery_due(&self) -> Result<bool, StoreError> {
+        let any_due = sqlx::query(
+            "SELECT id FROM webhook_deliveries WHERE state = 'pending' AND waiting = 0 AND next_attempt_at <= $1 \
+             AND (claimed_until IS NULL OR claimed_until < $1) LIMIT 1",
+        )
+        .bind(Micros::now().0)
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(any_due.is_some())
     }
 
     /// Promotes the first waiting delivery of every queue that has no head. Ending a head promotes the next in
@@ -300,9 +277,9 @@ impl Db {
     }
 }
 
-/// The claim of [`Db::claim_webhook_deliveries`] in the caller's queue transaction (after the round's records, so
-/// an endpoint's failing state and its queues' heads are as those left them).
-async fn claim_in(
+/// The claim of [`Db::claim_webhook_deliveries`] in the caller's queue transaction (after a round's records, so
+/// an endpoint's failing state and its queues' heads are as those left them: [`super::round`]).
+pub(super) async fn claim_in(
     tx: &mut sqlx::AnyConnection,
     limit: usize,
     lease: Duration,

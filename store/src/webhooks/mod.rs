@@ -11,6 +11,7 @@
 //! - [`delivery`]: claiming due deliveries (the heads of their queues), redelivery and test pings.
 //! - [`record`]: recording outcomes (the retry schedule is the caller's, the `webhook-sender` crate's), ending a
 //!   queue's head and promoting the next, disabling an endpoint that fails for too long.
+//! - [`round`]: a round of the delivery loop, its records and its next claim, in one transaction.
 //!
 //! What the store does not know: how a URL is checked (the API and the dashboard check it with `webhook-sender`
 //! before they store it) and how a body is signed and sent (the origin's delivery loop).
@@ -20,6 +21,7 @@ pub(crate) mod emit;
 mod endpoints;
 mod fanout;
 mod record;
+mod round;
 
 pub use delivery::DueDelivery;
 pub use endpoints::{AttemptPage, AttemptRow, NewWebhook, WebhookEndpoint, WebhookPatch};
