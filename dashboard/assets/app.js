@@ -8,6 +8,7 @@ const COPIED_MS = 1500;
 setUpCopyButtons();
 setUpBuilder();
 setUpImportProgress();
+setUpLivePanel();
 
 function setUpCopyButtons() {
   const labels = new WeakMap();
@@ -172,4 +173,29 @@ function setUpImportProgress() {
     setTimeout(tick, 1000);
   };
   setTimeout(tick, 1000);
+}
+
+// A link's "Live" panel: every 5 seconds, the last hour's chart and total from the server, swapped in without a
+// reload (the page renders both, so without this it is a snapshot). The chart is the server's SVG, drawn from
+// numbers and times only.
+function setUpLivePanel() {
+  const chart = document.querySelector("#live-chart[data-poll]");
+  const total = document.getElementById("live-total");
+  if (!chart || !total) {
+    return;
+  }
+  const tick = async () => {
+    try {
+      const res = await fetch(chart.dataset.poll, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (res.ok) {
+        const live = await res.json();
+        chart.innerHTML = live.chart;
+        total.textContent = live.text;
+      }
+    } catch {
+      // The next tick tries again.
+    }
+    setTimeout(tick, 5000);
+  };
+  setTimeout(tick, 5000);
 }

@@ -1,8 +1,8 @@
 //! The link page's chart of clicks per day, drawn on the server as SVG: no script, no chart library, readable by
 //! screen readers (a title, and the numbers in a description). Only numbers and ISO dates go into the markup.
 
-use shortlink_store::DayCount;
 use shortlink_store::domain::Day;
+use shortlink_store::{DayCount, LastHour};
 use std::fmt::Write;
 
 const WIDTH: i64 = 720;
@@ -13,25 +13,70 @@ const TOP: i64 = 12;
 
 /// An SVG bar chart of `counts` for every day from `from` to `to` (days without clicks are zero bars).
 pub(crate) fn clicks_per_day(counts: &[DayCount], from: Day, to: Day) -> String {
-    let days: Vec<(Day, i64)> = (0..=(to.0 - from.0).max(0))
+    let days: Vec<(String, i64)> = (0..=(to.0 - from.0).max(0))
         .map(|i| {
             let day = from.plus(i);
             let clicks = counts.iter().find(|c| c.day == day).map_or(0, |c| c.clicks);
-            (day, clicks)
+            (day.to_iso_date(), clicks)
         })
         .collect();
+    let total: i64 = days.iter().map(|(_, c)| c).sum();
     let max = days.iter().map(|(_, c)| *c).max().unwrap_or(0).max(1);
-    let n = i64::try_from(days.len()).unwrap_or(1).max(1);
+    bar_chart(
+        "chart",
+        "Clicks per day",
+        &format!(
+            "{total} clicks from {} to {}, at most {max} on one day.",
+            from.to_iso_date(),
+            to.to_iso_date()
+        ),
+        &days,
+    )
+}
+
+/// The live view's chart: a bar per minute of the last hour, labelled in UTC (`14:05`).
+pub(crate) fn clicks_per_minute(hour: &LastHour) -> String {
+    let bars: Vec<(String, i64)> = hour
+        .minutes
+        .iter()
+        .map(|m| (minute_label(m.minute), m.clicks))
+        .collect();
+    let max = bars.iter().map(|(_, c)| *c).max().unwrap_or(0).max(1);
+    let (first, last) = (
+        bars.first().map(|b| b.0.clone()).unwrap_or_default(),
+        bars.last().map(|b| b.0.clone()).unwrap_or_default(),
+    );
+    bar_chart(
+        "live-chart",
+        "Clicks per minute",
+        &format!(
+            "{} clicks in the last {} minutes, from {first} to {last} UTC, at most {max} in one minute.",
+            hour.total,
+            hour.minutes.len()
+        ),
+        &bars,
+    )
+}
+
+/// `HH:MM` (UTC) of a minute counted from 1970-01-01T00:00Z.
+fn minute_label(minute: i64) -> String {
+    let of_day = minute.rem_euclid(24 * 60);
+    format!("{:02}:{:02}", of_day / 60, of_day % 60)
+}
+
+/// An SVG bar chart of `bars` (label, value), scaled to the largest, with `title` and `desc` for screen readers
+/// (ids `{id}-title` and `{id}-desc`, unique on the page) and the first and last labels under the axis. Labels are
+/// dates and times only: nothing typed by a user goes into the markup.
+fn bar_chart(id: &str, title: &str, desc: &str, bars: &[(String, i64)]) -> String {
+    let max = bars.iter().map(|(_, c)| *c).max().unwrap_or(0).max(1);
+    let n = i64::try_from(bars.len()).unwrap_or(1).max(1);
     let plot_w = WIDTH - LEFT - 8;
     let plot_h = HEIGHT - TOP - BOTTOM;
     let slot = plot_w as f64 / n as f64;
-    let total: i64 = days.iter().map(|(_, c)| c).sum();
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r##"<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-labelledby="chart-title chart-desc" xmlns="http://www.w3.org/2000/svg"><title id="chart-title">Clicks per day</title><desc id="chart-desc">{total} clicks from {} to {}, at most {max} on one day.</desc>"##,
-        from.to_iso_date(),
-        to.to_iso_date(),
+        r##"<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-labelledby="{id}-title {id}-desc" xmlns="http://www.w3.org/2000/svg"><title id="{id}-title">{title}</title><desc id="{id}-desc">{desc}</desc>"##,
     );
     // Gridlines at 0, half and the maximum, labelled.
     // The middle line is at a whole number of clicks, placed where that number is (not at half height).
@@ -50,26 +95,25 @@ pub(crate) fn clicks_per_day(counts: &[DayCount], from: Day, to: Day) -> String 
             y + 4
         );
     }
-    for (i, (day, clicks)) in days.iter().enumerate() {
+    for (i, (label, clicks)) in bars.iter().enumerate() {
         let h = (*clicks as f64 / max as f64 * plot_h as f64).round();
         let x = LEFT as f64 + slot * i as f64 + slot * 0.15;
         let y = (TOP + plot_h) as f64 - h;
         let _ = write!(
             svg,
-            r##"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" rx="2" fill="#3b5bdb"><title>{}: {clicks}</title></rect>"##,
+            r##"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" rx="2" fill="#3b5bdb"><title>{label}: {clicks}</title></rect>"##,
             slot * 0.7,
-            day.to_iso_date()
         );
     }
-    // The first and last dates under the axis.
+    // The first and last labels under the axis.
+    let first = bars.first().map(|b| b.0.as_str()).unwrap_or_default();
+    let last = bars.last().map(|b| b.0.as_str()).unwrap_or_default();
     let _ = write!(
         svg,
-        r##"<text x="{LEFT}" y="{}" font-size="13" fill="#5b6472">{}</text><text x="{}" y="{}" font-size="13" text-anchor="end" fill="#5b6472">{}</text></svg>"##,
+        r##"<text x="{LEFT}" y="{}" font-size="13" fill="#5b6472">{first}</text><text x="{}" y="{}" font-size="13" text-anchor="end" fill="#5b6472">{last}</text></svg>"##,
         HEIGHT - 6,
-        from.to_iso_date(),
         WIDTH - 8,
         HEIGHT - 6,
-        to.to_iso_date()
     );
     svg
 }
@@ -100,6 +144,29 @@ mod tests {
         // The busiest day fills the plot; an empty day has no height.
         assert!(svg.contains(&format!("height=\"{:.1}\"", (HEIGHT - TOP - BOTTOM) as f64)));
         assert!(svg.contains("height=\"0.0\""));
+    }
+
+    #[test]
+    fn a_bar_per_minute_labelled_in_utc() {
+        let hour = LastHour {
+            first_minute: 60 * 24 * 20_000 + 14 * 60 + 5,
+            minutes: (0..60)
+                .map(|i| shortlink_store::MinuteCount {
+                    minute: 60 * 24 * 20_000 + 14 * 60 + 5 + i,
+                    clicks: i64::from(i == 59) * 3,
+                })
+                .collect(),
+            total: 3,
+        };
+        let svg = clicks_per_minute(&hour);
+        assert_eq!(svg.matches("<rect").count(), 60);
+        assert!(svg.contains("<title id=\"live-chart-title\">Clicks per minute</title>"));
+        assert!(
+            svg.contains("3 clicks in the last 60 minutes, from 14:05 to 15:04 UTC"),
+            "{svg}"
+        );
+        assert!(svg.contains("<title>15:04: 3</title>"));
+        assert_eq!(minute_label(-1), "23:59");
     }
 
     #[test]

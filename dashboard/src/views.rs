@@ -263,6 +263,8 @@ pub(crate) struct LinksPage {
     pub(crate) csrf: String,
     pub(crate) links: Vec<LinkItem>,
     pub(crate) total: i64,
+    /// The account's clicks of today (UTC).
+    pub(crate) today_clicks: i64,
     pub(crate) first: u64,
     pub(crate) last: u64,
     pub(crate) prev: Option<String>,
@@ -313,6 +315,9 @@ pub(crate) struct LinkPage {
     /// The chart, already SVG markup built from numbers and escaped labels ([`crate::chart`]).
     pub(crate) chart: String,
     pub(crate) total_clicks: i64,
+    /// The live view: the last hour's chart per minute ([`crate::chart::clicks_per_minute`]) and its total.
+    pub(crate) live_chart: String,
+    pub(crate) live_text: String,
     pub(crate) countries: Vec<CountRow>,
     pub(crate) devices: Vec<CountRow>,
     pub(crate) referrers: Vec<CountRow>,

@@ -743,6 +743,30 @@ try {
   assert.ok(referrers[0][0].includes("news.example.org"), `the referrer's site: ${JSON.stringify(referrers)}`);
   await shoot(page, "link");
 
+  step("the link's page: the Live panel counts new visits without a reload");
+  assert.equal(await page.getByRole("img", { name: /^Clicks per minute/ }).count(), 1, "the live chart, named Clicks per minute");
+  await expectText(page, `${VISITS} clicks in the last 60 minutes`);
+  // A mark on this document: gone after a reload, so a panel that updates while it is there updated without one.
+  await page.evaluate(() => { window.__livePage = true; });
+  const MORE = 2;
+  for (let i = 0; i < MORE; i++) {
+    const v = await visitEdge(`/${code}`, { "CF-IPCountry": "DE" });
+    assert.ok([302, 307].includes(v.status), `live visit ${i + 1}: ${JSON.stringify(v)}`);
+  }
+  await poll(
+    () => page.evaluate((want) => window.__livePage === true
+      && document.getElementById("live-total")?.textContent === want
+      && document.querySelector("#live-chart svg title")?.textContent === "Clicks per minute",
+    `${VISITS + MORE} clicks in the last 60 minutes`),
+    "the Live panel counts the new visits without a reload",
+    { ms: CLICKS_MS },
+  );
+  await shoot(page, "link-live");
+  await page.goto(new URL("/dashboard/", DASHBOARD_URL).toString());
+  const today = Number((await page.locator("#today-clicks strong").textContent()).trim());
+  assert.ok(today >= VISITS + MORE, `the Links page shows today's clicks: ${today}`);
+  await page.goto(linkPageUrl);
+
   step("the link's page: edit the destination");
   const landing2 = "https://example.com/landing-2";
   await page.getByLabel("Destination URL", { exact: true }).fill(landing2);

@@ -154,6 +154,7 @@ async fn links_page(
         csrf: user.csrf.clone(),
         links,
         total: listed.total,
+        today_clicks: state.db.account_clicks_today(account).await?,
         first: if shown == 0 { 0 } else { offset + 1 },
         last: offset + shown,
         prev: (page > 1).then(|| filters.href(page - 1)),
@@ -332,6 +333,10 @@ async fn link_page(
         )
         .await?
         .ok_or(DashboardError::NotFound)?;
+    let live = state
+        .db
+        .link_last_hour(&user.account.account_id, &link.id, Micros::now())
+        .await?;
     let Typed {
         long_url,
         title,
@@ -363,6 +368,8 @@ async fn link_page(
         notice,
         chart: chart::clicks_per_day(&stats.by_day, from, to),
         total_clicks: stats.total,
+        live_chart: chart::clicks_per_minute(&live),
+        live_text: super::live::live_text(live.total),
         countries: rows(&stats.by_country, "Unknown"),
         devices: rows(&stats.by_device, "Unknown"),
         referrers: rows(&stats.by_referrer, "None (direct)"),

@@ -11,6 +11,7 @@ pub(crate) mod key;
 pub(crate) mod link_export;
 pub(crate) mod link_filters;
 pub(crate) mod links;
+pub(crate) mod live;
 pub(crate) mod members;
 pub(crate) mod recovery;
 pub(crate) mod signup;

@@ -15,6 +15,7 @@ mod concurrent_deletes;
 mod create_link;
 mod dashboard;
 mod dashboard_links;
+mod dashboard_live;
 mod dashboard_webhooks;
 mod export;
 mod fallback_blocklist;
