@@ -102,8 +102,9 @@ pub enum Failure {
 /// What the origin said about a link the worker missed in KV.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
-    /// The link exists: serve this record (and write it to KV).
-    Found(ResolvedLink),
+    /// The link exists: serve this record (and write it to KV). Boxed: with the smart-link fields the record is
+    /// far larger than the other answers.
+    Found(Box<ResolvedLink>),
     /// The origin does not know the link: the domain's fallback.
     NotFound,
     /// Any other answer (5xx, 401, a body that is not a version-1 record), a timeout or no connection: the
@@ -115,9 +116,10 @@ pub enum Lookup {
 /// [`Failure::Transport`]).
 pub fn lookup_answer(answer: Result<(u16, &str), Failure>) -> Lookup {
     match answer {
-        Ok((200, body)) => {
-            serde_json::from_str(body).map_or(Lookup::Failed(Failure::InvalidBody), Lookup::Found)
-        }
+        Ok((200, body)) => serde_json::from_str(body)
+            .map_or(Lookup::Failed(Failure::InvalidBody), |r| {
+                Lookup::Found(Box::new(r))
+            }),
         Ok((404, _)) => Lookup::NotFound,
         Ok((status, _)) => Lookup::Failed(Failure::Status(status)),
         Err(failure) => Lookup::Failed(failure),
@@ -210,7 +212,7 @@ mod tests {
         let link = LinkRecord::new("https://d.example/", "g", true);
         assert_eq!(
             lookup_answer(Ok((200, body))),
-            Lookup::Found(ResolvedLink::new(link.clone(), None))
+            Lookup::Found(Box::new(ResolvedLink::new(link.clone(), None)))
         );
         let with_group = r#"{"v":1,"long_url":"https://d.example/","group_id":"g","is_active":true,
             "group":{"v":1,"key":"k","settings":{"analytics":{"enabled":true}}}}"#;

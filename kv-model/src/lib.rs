@@ -37,6 +37,7 @@ mod click;
 mod short_code;
 
 pub use click::{ClickBatch, ClickEvent, Device};
+pub use link_rules::Rule;
 
 pub use short_code::{
     GENERATED_ALPHABET, GENERATED_LEN, SHORT_CODE_MAX_LEN, SHORT_CODE_MIN_LEN, ShortCode,
@@ -145,6 +146,24 @@ pub struct LinkRecord {
     /// Whether the visitor's query string is appended to the destination (absent: `true`).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub forward_query: bool,
+    /// Smart-link rules, in order: the first whose conditions all hold for the visitor decides the destination,
+    /// else [`LinkRecord::long_url`]. The link's `ios_url` and `android_url` come first, compiled into `os` rules,
+    /// so the worker reads one list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+    /// The hash of the link's password (`pbkdf2-sha256$…`, [`link_rules::PasswordHash`]); `None`: no password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash: Option<String>,
+    /// Where visitors go once the link has expired (its `expires_at` passed, or its click limit was reached,
+    /// which the origin publishes as an `expires_at` of 0); `None`: the domain's fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_url: Option<String>,
+    /// The redirect's status: 301, 307 or 308; `None`: 302.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_status: Option<u16>,
+    /// The card link-preview crawlers get instead of the redirect; `None`: they get the redirect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Preview>,
     /// A copy of the settings of the link's group (`group:<group_id>`'s `settings`) as they were when the record
     /// was published: what the link's first visit on a new isolate needs, so that visit costs one round of KV
     /// reads (this record and the blocklist) rather than two. The publisher writes the link's record again
@@ -174,6 +193,11 @@ impl LinkRecord {
             is_active,
             expires_at: None,
             forward_query: true,
+            rules: Vec::new(),
+            password_hash: None,
+            expired_url: None,
+            redirect_status: None,
+            preview: None,
             group_settings: None,
         }
     }
@@ -203,6 +227,21 @@ pub struct ResolvedLink {
     /// As in [`LinkRecord`].
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub forward_query: bool,
+    /// As in [`LinkRecord`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+    /// As in [`LinkRecord`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash: Option<String>,
+    /// As in [`LinkRecord`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_url: Option<String>,
+    /// As in [`LinkRecord`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_status: Option<u16>,
+    /// As in [`LinkRecord`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Preview>,
     /// The group's record, as the publisher writes it to `group:<group_id>`; absent from an older origin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupRecord>,
@@ -218,6 +257,11 @@ impl ResolvedLink {
             is_active: link.is_active,
             expires_at: link.expires_at,
             forward_query: link.forward_query,
+            rules: link.rules,
+            password_hash: link.password_hash,
+            expired_url: link.expired_url,
+            redirect_status: link.redirect_status,
+            preview: link.preview,
             group,
         }
     }
@@ -228,10 +272,30 @@ impl ResolvedLink {
         LinkRecord {
             expires_at: self.expires_at,
             forward_query: self.forward_query,
+            rules: self.rules.clone(),
+            password_hash: self.password_hash.clone(),
+            expired_url: self.expired_url.clone(),
+            redirect_status: self.redirect_status,
+            preview: self.preview.clone(),
             group_settings: self.group.as_ref().map(|g| g.settings.clone()),
             ..LinkRecord::new(self.long_url.clone(), self.group_id.clone(), self.is_active)
         }
     }
+}
+
+/// A link's preview card, for link-preview crawlers (`og:*` and `twitter:card` tags). Each field is optional;
+/// the origin publishes the card only when at least one is set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Preview {
+    /// `og:title`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `og:description`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `og:image`: an `https://` URL checked as a destination is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 /// A group, at `group:<group_id>`. Deleting the group deletes the key, and its dynamic links stop working.
@@ -463,6 +527,47 @@ mod tests {
                 .unwrap()
                 .contains("group_settings")
         );
+    }
+
+    #[test]
+    fn a_plain_link_record_is_unchanged_by_the_smart_link_fields() {
+        // Byte for byte what the origin published before smart links: records of links without any of the new
+        // fields keep the worker's plain path and its kept answers.
+        let plain = LinkRecord {
+            expires_at: Some(1_700_000_000_000),
+            group_settings: Some(GroupSettings::default()),
+            ..LinkRecord::new("https://a.example/x", "g", true)
+        };
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"expires_at":1700000000000,"group_settings":{"access":{"allow_countries":[],"block_countries":[],"block_bots":false,"fallback_url":null},"monetization":null,"analytics":{"enabled":false}}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&LinkRecord::new("https://a.example/x", "g", true)).unwrap(),
+            r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true}"#
+        );
+    }
+
+    #[test]
+    fn smart_link_fields_round_trip() {
+        let json = r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"rules":[{"if":{"os":["ios"]},"to":"https://apps.example/"}],"password_hash":"pbkdf2-sha256$100000$c2FsdA==$aGFzaA==","expired_url":"https://a.example/over","redirect_status":301,"preview":{"title":"T","image":"https://a.example/i.png"}}"#;
+        let record: LinkRecord = serde_json::from_str(json).unwrap();
+        assert_eq!(record.rules.len(), 1);
+        assert_eq!(record.rules[0].when.os, [link_rules::Os::Ios]);
+        assert_eq!(record.redirect_status, Some(301));
+        assert_eq!(
+            record
+                .preview
+                .as_ref()
+                .and_then(|p| p.description.as_deref()),
+            None
+        );
+        assert_eq!(serde_json::to_string(&record).unwrap(), json);
+        // The KV-miss answer carries them too, and gives them back.
+        let resolved = ResolvedLink::new(record.clone(), None);
+        let again: ResolvedLink =
+            serde_json::from_str(&serde_json::to_string(&resolved).unwrap()).unwrap();
+        assert_eq!(again.link(), record);
     }
 
     #[test]
