@@ -12,6 +12,7 @@
 
 use crate::domain::{ClickBatchId, Day, Micros};
 use crate::error::{StoreError, is_unique_violation};
+use crate::outbox;
 use crate::sql_chunks::{MultiRow, in_lists};
 use crate::webhooks::{self, EventType};
 use kv_model::{ClickEvent, SHORT_CODE_MAX_LEN};
@@ -359,21 +360,68 @@ async fn add_to_link_totals(
         }
     }
     let mut rest = totals.as_slice();
+    // Links whose count reached their click limit with this report (issue 25's max_clicks).
+    let mut exhausted: Vec<String> = Vec::new();
     for n in multi_row.chunks(totals.len(), 2) {
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
         let sql = format!(
             "UPDATE links SET clicks = links.clicks + v.column2 FROM (VALUES {}) AS v \
-             WHERE links.id = v.column1",
+             WHERE links.id = v.column1 \
+             RETURNING links.id AS id, links.clicks AS clicks, links.max_clicks AS max_clicks",
             multi_row.values(n, 2)
         );
         let mut q = sqlx::query(&sql);
         for (id, n) in chunk {
             q = q.bind(*id).bind(*n);
         }
-        q.execute(&mut *conn).await?;
+        for row in q.fetch_all(&mut *conn).await? {
+            let Some(max) = row.try_get::<Option<i64>, _>("max_clicks")? else {
+                continue;
+            };
+            let id: String = row.try_get("id")?;
+            let now: i64 = row.try_get("clicks")?;
+            let added = chunk
+                .iter()
+                .find(|(link, _)| *link == id)
+                .map_or(0, |(_, n)| *n);
+            // Crossed now, not before: the record changes once, when the limit is reached.
+            if now >= max && now - added < max {
+                exhausted.push(id);
+            }
+        }
     }
-    Ok(())
+    republish_exhausted(conn, &exhausted).await
+}
+
+/// Puts the KV keys of links that just reached their click limit in the outbox, in the report's transaction:
+/// their records are then published as expired ([`crate::Db::link_record`]).
+async fn republish_exhausted(conn: &mut AnyConnection, ids: &[String]) -> Result<(), StoreError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut keys = Vec::with_capacity(ids.len());
+    for (placeholders, chunk) in in_lists(&ids, 1) {
+        let sql = format!(
+            "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id \
+             WHERE l.id IN ({placeholders})"
+        );
+        let mut q = sqlx::query(&sql);
+        for id in chunk {
+            q = q.bind(id);
+        }
+        for r in q.fetch_all(&mut *conn).await? {
+            keys.push(kv_model::link_key(
+                &r.try_get::<String, _>("host")?,
+                &r.try_get::<String, _>("short_code")?,
+            ));
+        }
+    }
+    // in_lists pads with repeats of the last id.
+    keys.sort_unstable();
+    keys.dedup();
+    outbox::enqueue(conn, &keys).await
 }
 
 /// Adds a report's clicks to the link, group and account counters: added up in memory first, so each counter

@@ -7,6 +7,7 @@ use crate::audit::{self, Action, Actor};
 use crate::domain::{LongUrl, Micros, ShortCode, Tag, Title};
 use crate::error::StoreError;
 use crate::ids::new_id;
+use crate::link_options::{COLUMNS, LinkOptions, bind};
 use crate::link_tags;
 use crate::listed::{search_text, short_url};
 use crate::outbox;
@@ -39,6 +40,8 @@ pub struct CreateLink {
     pub title: Option<Title>,
     /// Its tags (merged, at most 10: [`Tag::parse_list`]).
     pub tags: Vec<Tag>,
+    /// Its smart-link fields (rules, app links, password, …); the default is a plain link.
+    pub options: LinkOptions,
 }
 
 /// Who creates a link. The hourly limit (spec 8) is per API key; the dashboard's creations are counted apart, per
@@ -138,29 +141,36 @@ pub(crate) async fn insert_link(
         }
     };
     let id = new_id();
-    let inserted = sqlx::query(
+    // The smart-link fields' columns follow the others: $13, $14, …
+    let smart_values: Vec<String> = (13..13 + COLUMNS.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
         "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, is_active, created_at, \
-         created_by_key, expires_at, forward_query, title, search_text) \
-         VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12)",
-    )
-    .bind(&id)
-    .bind(&req.account_id)
-    .bind(&target.group_id)
-    .bind(&target.domain_id)
-    .bind(code.as_str())
-    .bind(req.long_url.as_str())
-    .bind(now)
-    .bind(&subject)
-    .bind(req.expires_at.map(|t| t.0))
-    .bind(i64::from(req.forward_query))
-    .bind(req.title.as_ref().map(Title::as_str))
-    .bind(search_text(
-        code.as_str(),
-        req.long_url.as_str(),
-        req.title.as_ref().map(Title::as_str),
-    ))
-    .execute(&mut *conn)
-    .await;
+         created_by_key, expires_at, forward_query, title, search_text, {}) \
+         VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12, {})",
+        COLUMNS.join(", "),
+        smart_values.join(", ")
+    );
+    let mut insert = sqlx::query(&sql)
+        .bind(&id)
+        .bind(&req.account_id)
+        .bind(&target.group_id)
+        .bind(&target.domain_id)
+        .bind(code.as_str())
+        .bind(req.long_url.as_str())
+        .bind(now)
+        .bind(&subject)
+        .bind(req.expires_at.map(|t| t.0))
+        .bind(i64::from(req.forward_query))
+        .bind(req.title.as_ref().map(Title::as_str))
+        .bind(search_text(
+            code.as_str(),
+            req.long_url.as_str(),
+            req.title.as_ref().map(Title::as_str),
+        ));
+    for value in req.options.columns() {
+        insert = bind(insert, value);
+    }
+    let inserted = insert.execute(&mut *conn).await;
     match inserted {
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
             return Ok(Err(Retry::CodeTaken));
@@ -242,6 +252,7 @@ pub(crate) async fn record_created(
             if !req.tags.is_empty() {
                 details["tags"] = req.tags.iter().map(Tag::name).collect::<Vec<_>>().into();
             }
+            req.options.details(&mut details);
             audit::Entry {
                 account_id: &req.account_id,
                 actor: &req.actor,

@@ -30,6 +30,8 @@ mod keys;
 mod link_edits;
 mod link_export;
 mod link_import;
+mod link_options;
+mod link_password;
 mod link_tags;
 mod link_writer;
 mod links;
@@ -72,6 +74,8 @@ pub use link_import::{
     DEFAULT_IMPORT_LIMIT_PER_DAY, FileError, ImportProblem, ImportStatus, MAX_IMPORT_BYTES,
     MAX_OPEN_IMPORTS, MAX_REPORTED_ERRORS, check_file,
 };
+pub use link_options::{LinkOptions, LinkOptionsPatch, SmartFields};
+pub use link_password::{LINK_PASSWORD_ITERATIONS, verify_link_password};
 pub use links::LinkPage;
 pub use listed::ListedLink;
 pub use members::{

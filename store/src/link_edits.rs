@@ -9,6 +9,9 @@
 use crate::audit::{self, Action, Actor};
 use crate::domain::{LongUrl, Micros, Tag, Title};
 use crate::error::{Entity, StoreError};
+use crate::link_options::{
+    LinkOptionsPatch, SMART_COLUMNS, SmartFields, bind, check_destinations, check_max_clicks_group,
+};
 use crate::link_tags::set_link_tags;
 use crate::links::get_link_in;
 use crate::listed::{ListedLink, search_text, tag_list};
@@ -36,6 +39,8 @@ pub struct LinkPatch {
     pub title: Option<Option<Title>>,
     /// Replaces the whole list of tags (`Some(vec![])` removes them all).
     pub tags: Option<Vec<Tag>>,
+    /// The smart-link fields it changes.
+    pub options: LinkOptionsPatch,
 }
 
 impl LinkPatch {
@@ -48,12 +53,14 @@ impl LinkPatch {
             && self.forward_query.is_none()
             && self.title.is_none()
             && self.tags.is_none()
+            && self.options.is_empty()
     }
 
     /// True when the patch changes what the edge serves (the link's KV record): anything but the title and the
-    /// tags, which are not served.
+    /// tags, which are not served (every smart-link field is).
     fn touches_edge(&self) -> bool {
-        self.long_url.is_some()
+        !self.options.is_empty()
+            || self.long_url.is_some()
             || self.is_active.is_some()
             || self.group_id.is_some()
             || self.expires_at.is_some()
@@ -104,6 +111,7 @@ impl LinkPatch {
         if self.tags.is_some() {
             details.insert("tags".to_owned(), link.tags.clone().into());
         }
+        self.options.details(&mut details);
         details.into()
     }
 }
@@ -163,6 +171,12 @@ impl Db {
                 return Err(StoreError::BlockedDestination);
             }
         }
+        let destinations = patch.options.destinations();
+        if !destinations.is_empty() {
+            let mut conn = self.read.acquire().await?;
+            check_destinations(&mut conn, &destinations).await?;
+        }
+        let smart = patch.options.columns();
         let mut sets = Vec::new();
         let mut n = 2;
         let mut next = |column: &str| {
@@ -179,6 +193,7 @@ impl Db {
             .iter()
             .for_each(|_| next("forward_query"));
         patch.title.iter().for_each(|_| next("title"));
+        smart.iter().for_each(|(column, _)| next(column));
         if sets.is_empty() {
             // Tags only: the statement still finds (and on PostgreSQL locks) the account's link.
             sets.push("is_active = is_active".to_owned());
@@ -221,8 +236,22 @@ impl Db {
         if let Some(title) = &patch.title {
             update = update.bind(title.as_ref().map(|t| t.as_str().to_owned()));
         }
+        for (_, value) in smart {
+            update = bind(update, value);
+        }
         if update.execute(&mut *tx).await?.rows_affected() == 0 {
             return Err(StoreError::NotFound(Entity::Link));
+        }
+        // A click limit needs its group to count clicks: checked on the link as it now is, whichever of the two
+        // (the limit, the group) changed; refusing drops the transaction, so nothing is changed.
+        if matches!(patch.options.max_clicks, Some(Some(_))) || patch.group_id.is_some() {
+            let row = sqlx::query("SELECT group_id, max_clicks FROM links WHERE id = $1")
+                .bind(link_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            if row.try_get::<Option<i64>, _>("max_clicks")?.is_some() {
+                check_max_clicks_group(&mut tx, &row.try_get::<String, _>("group_id")?).await?;
+            }
         }
         if let Some(tags) = &patch.tags {
             set_link_tags(&mut tx, account_id, link_id, tags).await?;
@@ -296,17 +325,20 @@ impl Db {
         .fetch_one(&mut *tx)
         .await?
         .try_get("tags")?;
-        let row = sqlx::query(
+        // SMART_COLUMNS reads `l.…`; a DELETE's RETURNING names the table's own columns.
+        let sql = format!(
             "DELETE FROM links WHERE id = $1 AND account_id = $2 \
              RETURNING created_by_key, created_at, short_code, domain_id, long_url, group_id, is_active, expires_at, \
-             forward_query, title",
-        )
-        .bind(link_id)
-        .bind(account_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        // Never there, another account's, or deleted by a concurrent call that committed first.
-        .ok_or(StoreError::NotFound(Entity::Link))?;
+             forward_query, title, {}",
+            SMART_COLUMNS.replace("l.", "")
+        );
+        let row = sqlx::query(&sql)
+            .bind(link_id)
+            .bind(account_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            // Never there, another account's, or deleted by a concurrent call that committed first.
+            .ok_or(StoreError::NotFound(Entity::Link))?;
         let created_at: i64 = row.try_get("created_at")?;
         if let Some(key) = row.try_get::<Option<String>, _>("created_by_key")? {
             sqlx::query("DELETE FROM deleted_creations WHERE key_id = $1 AND created_at <= $2")
@@ -351,6 +383,7 @@ impl Db {
             forward_query: row.try_get::<i64, _>("forward_query")? != 0,
             title: row.try_get("title")?,
             tags: tag_list(tags),
+            smart: SmartFields::from_row(&row)?,
         };
         let details = serde_json::json!({
             "short_url": last.short_url(),

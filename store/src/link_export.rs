@@ -10,6 +10,7 @@
 
 use crate::domain::{ExportFormat, LinkSort, ListQuery};
 use crate::error::StoreError;
+use crate::link_options::INNER_COLUMNS;
 use crate::links::{Arg, CLICKS_TOTAL, Conditions, bind_all, conditions, short_code_bytes};
 use crate::listed::{LISTED_COLUMNS, ListedLink};
 use crate::pool::Db;
@@ -98,7 +99,8 @@ impl Db {
         let sql = format!(
             "SELECT {LISTED_COLUMNS}, g.name AS group_name, l.clicks \
              FROM (SELECT l.id, l.short_code, l.long_url, l.domain_id, l.group_id, l.is_active, l.created_at, \
-                          l.expires_at, l.forward_query, l.title, {CLICKS_TOTAL} AS clicks FROM links l \
+                          l.expires_at, l.forward_query, l.title, {INNER_COLUMNS}, {CLICKS_TOTAL} AS clicks \
+                   FROM links l \
                    WHERE l.account_id = $1{where_sql} ORDER BY {inner} LIMIT ${lim}) l \
              JOIN domains d ON d.id = l.domain_id JOIN groups g ON g.id = l.group_id ORDER BY {outer}"
         );

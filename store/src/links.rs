@@ -12,6 +12,7 @@ use crate::domain::{
     LinkSort, ListQuery, MatchMode, Micros, ShortCode, generate_short_code, prefix_upper_bound,
 };
 use crate::error::{Entity, StoreError};
+use crate::link_options::{INNER_COLUMNS, check_destinations, check_max_clicks_group};
 use crate::listed::{LISTED_COLUMNS, ListedLink};
 use crate::pool::{Db, LinkPath};
 use crate::rate_limit::RateLimitState;
@@ -269,8 +270,20 @@ impl Db {
         &self,
         req: &CreateLink,
     ) -> Result<(CreatedLink, RateLimitState), StoreError> {
+        // The other URLs against the blocklist, as resolve_target checks long_url's (one query for all).
+        let destinations = req.options.destinations();
+        if !destinations.is_empty() {
+            let mut conn = self.read.acquire().await?;
+            check_destinations(&mut conn, &destinations).await?;
+        }
         for _ in 0..GENERATE_ATTEMPTS {
             let target = self.resolve_target(req).await?;
+            if req.options.max_clicks.is_some() {
+                // Read before the write transaction, like the target: a change of the group's settings racing
+                // this creation can leave a limit that is not counted (README, "Smart links").
+                let mut conn = self.read.acquire().await?;
+                check_max_clicks_group(&mut conn, &target.group_id).await?;
+            }
             let code = req.short_code.clone().unwrap_or_else(generate_short_code);
             let attempt = match &self.link_path {
                 LinkPath::Batched(writer) => writer.create(req.clone(), target, code).await?,
@@ -420,7 +433,7 @@ impl Db {
         let sql = format!(
             "SELECT {LISTED_COLUMNS} \
              FROM (SELECT l.id, l.short_code, l.long_url, l.domain_id, l.group_id, l.is_active, l.created_at, \
-                          l.expires_at, l.forward_query, l.title{extra} FROM {source} \
+                          l.expires_at, l.forward_query, l.title, {INNER_COLUMNS}{extra} FROM {source} \
                    ORDER BY {inner_order} LIMIT ${lim} OFFSET ${}) l \
              JOIN domains d ON d.id = l.domain_id ORDER BY {order}",
             lim + 1

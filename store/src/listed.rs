@@ -2,6 +2,7 @@
 //! because the writers (creation, the webhooks' events) and the readers (the list) all need it.
 
 use crate::domain::Micros;
+use crate::link_options::SmartFields;
 use sqlx::Row;
 
 /// A listed link (spec 2 "Link (as listed)"). Its serialisation is the one JSON shape of a link: the API's answers
@@ -30,15 +31,25 @@ pub struct ListedLink {
     pub title: Option<String>,
     /// Its tags as the account spells them, sorted case-insensitively.
     pub tags: Vec<String>,
+    /// Its smart-link fields (issue 25), after the others in the JSON.
+    #[serde(flatten)]
+    pub smart: SmartFields,
 }
 
 /// The columns [`ListedLink::from_row`] reads, for a query over `links l JOIN domains d`.
 /// The tags come as one string, joined by line breaks (which no tag can hold), in no particular order: sorted in
 /// Rust, so both engines sort alike whatever the database's collation.
-pub(crate) const LISTED_COLUMNS: &str = "l.id, l.short_code, l.long_url, d.host, l.group_id, l.is_active, \
-     l.created_at, l.expires_at, l.forward_query, l.title, \
+pub(crate) const LISTED_COLUMNS: &str = concat!(
+    "l.id, l.short_code, l.long_url, d.host, l.group_id, l.is_active, \
+     l.created_at, l.expires_at, l.forward_query, l.title, ",
+    // link_options::SMART_COLUMNS (concat! takes literals only; a test checks they agree).
+    "l.rules, l.ios_url, l.android_url, \
+     CAST(CASE WHEN l.password_hash IS NULL THEN 0 ELSE 1 END AS BIGINT) AS password_protected, \
+     l.expired_url, l.max_clicks, l.redirect_status, l.og_title, l.og_description, l.og_image, ",
+    "\
      (SELECT string_agg(t.name, '\n') FROM link_tags lt JOIN tags t ON t.id = lt.tag_id WHERE lt.link_id = l.id) \
-     AS tags";
+     AS tags"
+);
 
 impl ListedLink {
     /// A link from a row with [`LISTED_COLUMNS`].
@@ -57,11 +68,13 @@ impl ListedLink {
             forward_query: r.try_get::<i64, _>("forward_query")? != 0,
             title: r.try_get("title")?,
             tags: tag_list(r.try_get("tags")?),
+            smart: SmartFields::from_row(r)?,
         })
     }
 
     /// The link as the API lists it (and as webhooks send it): `id`, `short_code`, `long_url`, `domain`,
-    /// `group_id`, `is_active`, `created_at`, `expires_at`, `forward_query`, `title`, `tags`.
+    /// `group_id`, `is_active`, `created_at`, `expires_at`, `forward_query`, `title`, `tags`, then the smart-link
+    /// fields ([`SmartFields`]).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
@@ -94,4 +107,12 @@ pub(crate) fn search_text(short_code: &str, long_url: &str, title: Option<&str>)
 /// A link's public URL: always https, the only scheme the edge serves.
 pub(crate) fn short_url(host: &str, code: &str) -> String {
     format!("https://{host}/{code}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_listed_columns_carry_the_smart_link_columns() {
+        assert!(super::LISTED_COLUMNS.contains(crate::link_options::SMART_COLUMNS));
+    }
 }

@@ -49,7 +49,8 @@ impl HashLimit {
     }
 
     /// Runs `work` on the blocking pool once a permit is free; [`StoreError::Busy`] when none frees in time.
-    async fn run<T: Send + 'static>(
+    /// Link passwords' PBKDF2 ([`crate::link_password`]) runs under the same bound.
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, StoreError> {

@@ -1,11 +1,13 @@
 //! The outbox, publishing side: what the publisher reads and removes, its lease, its lag, and the current KV
 //! record of each key of the edge read model.
 
-use crate::domain::Micros;
+use crate::domain::{Micros, RedirectStatus};
 use crate::error::StoreError;
+use crate::link_options::stored_rules;
 use crate::outbox::enqueue;
 use crate::pool::Db;
-use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
+use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord, Preview};
+use link_rules::{Conditions, Os, Rule};
 use sqlx::{AnyConnection, Row};
 
 /// The KV keys of every link of group `id` (in the caller's transaction): their records carry a copy of the
@@ -226,7 +228,8 @@ impl Db {
         // A disabled account's links stop at the edge as if paused.
         let row = sqlx::query(
             "SELECT l.long_url, l.group_id, l.is_active, l.expires_at, l.forward_query, a.disabled, \
-             g.settings AS group_settings \
+             g.settings AS group_settings, l.clicks, l.rules, l.ios_url, l.android_url, l.password_hash, \
+             l.expired_url, l.max_clicks, l.redirect_status, l.og_title, l.og_description, l.og_image \
              FROM links l JOIN domains d ON d.id = l.domain_id JOIN accounts a ON a.id = l.account_id \
              JOIN groups g ON g.id = l.group_id \
              WHERE d.host = $1 AND l.short_code = $2",
@@ -244,11 +247,37 @@ impl Db {
         let group_settings = serde_json::from_str(&settings).map_err(|e| {
             StoreError::Internal(format!("stored group settings do not parse: {e}"))
         })?;
+        let expires_at = r
+            .try_get::<Option<i64>, _>("expires_at")?
+            .map(|t| Micros(t).unix_millis_ceil());
+        // A link whose counted clicks reached its limit is published as expired since the epoch: the worker needs
+        // no counter of its own, and one that predates the limit sends its visitors where expired links go too.
+        // The click ingestion republishes the link when its count crosses the limit (crate::clicks).
+        let clicks: i64 = r.try_get("clicks")?;
+        let limit_reached = r
+            .try_get::<Option<i64>, _>("max_clicks")?
+            .is_some_and(|max| clicks >= max);
+        let redirect_status = u16::try_from(r.try_get::<i64, _>("redirect_status")?)
+            .map_err(|e| StoreError::Internal(format!("stored redirect_status: {e}")))?;
+        let preview = Preview {
+            title: r.try_get("og_title")?,
+            description: r.try_get("og_description")?,
+            image: r.try_get("og_image")?,
+        };
         Ok(Some(LinkRecord {
-            expires_at: r
-                .try_get::<Option<i64>, _>("expires_at")?
-                .map(|t| Micros(t).unix_millis_ceil()),
+            expires_at: if limit_reached { Some(0) } else { expires_at },
             forward_query: r.try_get::<i64, _>("forward_query")? != 0,
+            rules: edge_rules(
+                r.try_get("ios_url")?,
+                r.try_get("android_url")?,
+                stored_rules(r.try_get("rules")?)?,
+            ),
+            password_hash: r.try_get("password_hash")?,
+            expired_url: r.try_get("expired_url")?,
+            // 302 is what a record without the field means: plain links keep their bytes.
+            redirect_status: (redirect_status != RedirectStatus::FOUND.code())
+                .then_some(redirect_status),
+            preview: (preview != Preview::default()).then_some(preview),
             group_settings: Some(group_settings),
             ..LinkRecord::new(
                 r.try_get::<String, _>("long_url")?,
@@ -257,6 +286,24 @@ impl Db {
             )
         }))
     }
+}
+
+/// The rules the worker evaluates: the app links first, compiled into `os` rules (iOS, then Android), then the
+/// link's own rules in order.
+fn edge_rules(ios_url: Option<String>, android_url: Option<String>, rules: Vec<Rule>) -> Vec<Rule> {
+    let app = |os: Os, to: String| Rule {
+        when: Conditions {
+            os: vec![os],
+            ..Conditions::default()
+        },
+        to,
+    };
+    ios_url
+        .map(|to| app(Os::Ios, to))
+        .into_iter()
+        .chain(android_url.map(|to| app(Os::Android, to)))
+        .chain(rules)
+        .collect()
 }
 
 #[cfg(test)]

@@ -236,6 +236,7 @@ pub(crate) async fn create(
         actor: user.actor(),
         title: None,
         tags: Vec::new(),
+        options: Default::default(),
     };
     match state.db.create_link(&request).await {
         Ok(_) => {

@@ -121,7 +121,7 @@ pub(crate) async fn bulk_create(
             let item: CreateLinkBody =
                 serde_path_to_error::deserialize(serde_json::Value::Object(value))
                     .map_err(|e| ApiError::Validation(format!("not a create-link body: {e}")))?;
-            let req = item.into_request(&caller)?;
+            let req = item.prepare(&state, &caller).await?;
             Ok::<_, ApiError>(state.db.create_link(&req).await?)
         }
         .await;

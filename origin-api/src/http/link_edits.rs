@@ -1,11 +1,12 @@
 //! `/api/v1/external/links/{id}`: read, change (pause, resume, new destination, group, expiry, query forwarding,
-//! title, tags)
+//! title, tags, the smart-link fields)
 //! and delete one of the account's links. Another account's id answers exactly like an unknown one (404).
 
 use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors, WriteLimitErrors};
 use super::extract::{Caller, JsonBody, ResourceId};
 use super::limits;
 use super::links::{ListedLink, parse_expiry, parse_uuid};
+use super::smart_fields::{RuleSchema, SmartPatch, hash_password};
 use super::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -13,8 +14,9 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use shortlink_store::domain::{LongUrl, Tag, Title};
-use shortlink_store::{Actor, LinkPatch};
+use shortlink_store::{Actor, LinkOptionsPatch, LinkPatch};
 use utoipa::ToSchema;
 
 /// The routes of this resource.
@@ -65,6 +67,46 @@ pub(crate) struct LinkPatchBody {
     #[serde(default, deserialize_with = "explicit_null")]
     #[schema(value_type = Option<Vec<String>>)]
     tags: Option<Option<Vec<String>>>,
+    /// Replaces the rules as a whole, by create-link's rules; `null` or `[]` removes them.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<Vec<RuleSchema>>, max_items = 20)]
+    rules: Option<Option<Value>>,
+    /// By create-link's rules; `null` removes it.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, max_length = 2048, pattern = "^https://")]
+    ios_url: Option<Option<String>>,
+    /// By create-link's rules; `null` removes it.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, max_length = 2048, pattern = "^https://")]
+    android_url: Option<Option<String>>,
+    /// A new password (1 to 128 characters; write-only); `null` removes the password.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 128, write_only)]
+    password: Option<Option<String>>,
+    /// By create-link's rules; `null` removes it.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, max_length = 2048, pattern = "^https://")]
+    expired_url: Option<Option<String>>,
+    /// 1 to 1,000,000,000 (the link's group must have analytics on); `null` removes the limit.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000_000)]
+    max_clicks: Option<Option<i64>>,
+    /// 301, 302, 307 or 308; `null` sets 302.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<u16>)]
+    redirect_status: Option<Option<i64>>,
+    /// By create-link's rules; `null` or `""` removes it.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, max_length = 200)]
+    og_title: Option<Option<String>>,
+    /// By create-link's rules; `null` or `""` removes it.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, max_length = 500)]
+    og_description: Option<Option<String>>,
+    /// By create-link's rules; `null` removes it.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<String>, max_length = 2048, pattern = "^https://")]
+    og_image: Option<Option<String>>,
 }
 
 /// One of the account's links, as listed.
@@ -107,7 +149,8 @@ pub(crate) async fn get_link(
             ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted write leaves the window"),
         )),
         (status = 400, description = "`validation_error` (a field, an unknown field, a group not of this \
-            account) or `invalid_json`", body = ErrorBody),
+            account, a click limit in a group without analytics, a URL on the blocklist) or `invalid_json`",
+            body = ErrorBody),
         AuthErrors,
         (status = 404, description = "`not_found`: no such link in this account", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
@@ -122,6 +165,19 @@ pub(crate) async fn patch_link(
     ResourceId(id): ResourceId,
     JsonBody(body): JsonBody<LinkPatchBody>,
 ) -> Result<Response, ApiError> {
+    let (mut options, password) = SmartPatch {
+        rules: body.rules,
+        ios_url: body.ios_url,
+        android_url: body.android_url,
+        password: body.password,
+        expired_url: body.expired_url,
+        max_clicks: body.max_clicks,
+        redirect_status: body.redirect_status,
+        og_title: body.og_title,
+        og_description: body.og_description,
+        og_image: body.og_image,
+    }
+    .parse()?;
     let patch = LinkPatch {
         long_url: body
             .long_url
@@ -157,7 +213,14 @@ pub(crate) async fn patch_link(
                 Some(Tag::parse_list("tags", &tags).map_err(|e| ApiError::Validation(e.0))?)
             }
         },
+        options: LinkOptionsPatch::default(),
     };
+    // Hashed once the body is valid and before the write is charged: a busy hasher (503) costs no budget.
+    options.password = match password {
+        Some(p) => Some(hash_password(&state, p).await?),
+        None => None,
+    };
+    let patch = LinkPatch { options, ..patch };
     let limit = state.limits.charge(&state.db, &caller).await?;
     let link = state
         .db

@@ -2,6 +2,7 @@
 
 use super::error::{ApiError, AuthErrors, ErrorBody, ServerErrors, rate_limit_headers};
 use super::extract::{Caller, JsonBody};
+use super::smart_fields::{RuleSchema, SmartFieldsBody, hash_password};
 use super::state::AppState;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -9,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use shortlink_store::domain::{ListQuery, LongUrl, Micros, ShortCode, Tag, Title};
+use serde_json::Value;
+use shortlink_store::domain::{LinkPassword, ListQuery, LongUrl, Micros, ShortCode, Tag, Title};
 use shortlink_store::{Actor, AuthContext, CreateLink, Creator, DomainRow};
 use utoipa::ToSchema;
 
@@ -72,11 +74,68 @@ pub(crate) struct CreateLinkBody {
     #[serde(default)]
     #[schema(value_type = Option<Vec<String>>, example = json!(["spring", "mail"]))]
     tags: Option<Vec<String>>,
+    /// At most 20 rules, in order: the first whose every condition holds for the visitor decides the
+    /// destination, else `long_url` (after `ios_url` and `android_url`, which come first).
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<RuleSchema>>, max_items = 20)]
+    rules: Option<Value>,
+    /// Where iOS visitors go (App Store or universal link); create-link's URL rules.
+    #[serde(default)]
+    #[schema(max_length = 2048, pattern = "^https://")]
+    ios_url: Option<String>,
+    /// Where Android visitors go (Play or app link); create-link's URL rules.
+    #[serde(default)]
+    #[schema(max_length = 2048, pattern = "^https://")]
+    android_url: Option<String>,
+    /// Write-only: visitors must enter it first. Stored only as a slow salted hash; links show
+    /// `password_protected`.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128, write_only)]
+    password: Option<String>,
+    /// Where visitors go once the link has expired (`expires_at` passed or `max_clicks` reached); else the
+    /// domain's fallback. Create-link's URL rules.
+    #[serde(default)]
+    #[schema(max_length = 2048, pattern = "^https://")]
+    expired_url: Option<String>,
+    /// After this many counted clicks the link behaves as expired. Needs analytics on in the link's group.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1_000_000_000)]
+    max_clicks: Option<i64>,
+    /// 301, 302 (the default), 307 or 308.
+    #[serde(default)]
+    #[schema(value_type = Option<u16>, example = 301)]
+    redirect_status: Option<i64>,
+    /// Preview card title for link-preview crawlers, at most 200 characters once trimmed; empty: none.
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    og_title: Option<String>,
+    /// Preview card description, at most 500 characters once trimmed; empty: none.
+    #[serde(default)]
+    #[schema(max_length = 500)]
+    og_description: Option<String>,
+    /// Preview card image; create-link's URL rules.
+    #[serde(default)]
+    #[schema(max_length = 2048, pattern = "^https://")]
+    og_image: Option<String>,
 }
 
 impl CreateLinkBody {
-    /// The validated creation for `caller`.
-    pub(crate) fn into_request(self, caller: &AuthContext) -> Result<CreateLink, ApiError> {
+    /// The validated creation for `caller`, its password hashed (under the origin's hashing bound).
+    pub(crate) async fn prepare(
+        self,
+        state: &AppState,
+        caller: &AuthContext,
+    ) -> Result<CreateLink, ApiError> {
+        let (mut req, password) = self.into_request(caller)?;
+        req.options.password = hash_password(state, password).await?;
+        Ok(req)
+    }
+
+    /// The validated creation for `caller`, and its password still to hash.
+    fn into_request(
+        self,
+        caller: &AuthContext,
+    ) -> Result<(CreateLink, Option<LinkPassword>), ApiError> {
         let long_url = LongUrl::parse(&self.long_url).map_err(|e| ApiError::Validation(e.0))?;
         let short_code = self
             .short_code
@@ -84,7 +143,20 @@ impl CreateLinkBody {
             .map(ShortCode::parse)
             .transpose()
             .map_err(|e| ApiError::Validation(e.to_string()))?;
-        Ok(CreateLink {
+        let (options, password) = SmartFieldsBody {
+            rules: self.rules,
+            ios_url: self.ios_url,
+            android_url: self.android_url,
+            password: self.password,
+            expired_url: self.expired_url,
+            max_clicks: self.max_clicks,
+            redirect_status: self.redirect_status,
+            og_title: self.og_title,
+            og_description: self.og_description,
+            og_image: self.og_image,
+        }
+        .parse()?;
+        let req = CreateLink {
             creator: Creator::ApiKey(caller.key_id.clone()),
             account_id: caller.account_id.clone(),
             long_url,
@@ -103,7 +175,9 @@ impl CreateLinkBody {
                 .flatten(),
             tags: Tag::parse_list("tags", self.tags.as_deref().unwrap_or_default())
                 .map_err(|e| ApiError::Validation(e.0))?,
-        })
+            options,
+        };
+        Ok((req, password))
     }
 }
 
@@ -172,6 +246,29 @@ pub(crate) struct ListedLink {
     title: Option<String>,
     /// Its tags as the account spells them, sorted case-insensitively (`[]`: none).
     tags: Vec<String>,
+    /// Its rules as given (`device` and `os` as lists, `country` uppercase, `language` lowercase, `after` and
+    /// `before` formatted as `created_at`); `[]`: none.
+    #[schema(value_type = Vec<RuleSchema>)]
+    rules: Vec<Value>,
+    /// Where iOS visitors go; `null`: none.
+    ios_url: Option<String>,
+    /// Where Android visitors go; `null`: none.
+    android_url: Option<String>,
+    /// Whether a password protects the link (the password itself is never returned).
+    password_protected: bool,
+    /// Where visitors go once the link has expired; `null`: the domain's fallback.
+    expired_url: Option<String>,
+    /// The click limit; `null`: none.
+    max_clicks: Option<i64>,
+    /// 301, 302, 307 or 308.
+    #[schema(example = 302)]
+    redirect_status: u16,
+    /// Preview card title; `null`: none.
+    og_title: Option<String>,
+    /// Preview card description; `null`: none.
+    og_description: Option<String>,
+    /// Preview card image; `null`: none.
+    og_image: Option<String>,
 }
 
 /// A domain usable as `domain_id` (spec 2, "Domain").
@@ -319,8 +416,9 @@ pub(crate) fn parse_uuid(field: &str, value: Option<String>) -> Result<Option<St
                 ("X-RateLimit-Remaining" = i64, description = "Creations left now"),
                 ("X-RateLimit-Reset" = i64, description = "UNIX seconds when the oldest counted creation leaves the window"),
             )),
-        (status = 400, description = "`validation_error`, `invalid_json`, `short_code_exists` or `platform_domain_unavailable`",
-            body = ErrorBody),
+        (status = 400, description = "`validation_error` (a field, naming it: e.g. `rules[2].if.os[0]`, a URL on the \
+            blocklist, `max_clicks` in a group without analytics), `invalid_json`, `short_code_exists` or \
+            `platform_domain_unavailable`", body = ErrorBody),
         AuthErrors,
         (status = 413, description = "`payload_too_large`: body over 16 KiB", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not declared as JSON", body = ErrorBody),
@@ -340,7 +438,7 @@ pub(crate) async fn create_link(
     Caller(caller): Caller,
     JsonBody(body): JsonBody<CreateLinkBody>,
 ) -> Result<Response, ApiError> {
-    let req = body.into_request(&caller)?;
+    let req = body.prepare(&state, &caller).await?;
     let (link, limit) = state.db.create_link(&req).await?;
     // The link is committed with its outbox row; tell the publisher now rather than at its next poll.
     state.publisher.wake.notify_one();

@@ -18,6 +18,7 @@ mod metrics;
 mod observe;
 pub mod openapi;
 mod qr;
+mod smart_fields;
 mod state;
 mod stats;
 mod tags;

@@ -33,6 +33,7 @@ mod outbox;
 mod process;
 mod publisher;
 mod rate_limit;
+mod smart_links;
 mod tags;
 mod teams;
 mod tls;

@@ -283,7 +283,17 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
             "expires_at",
             "forward_query",
             "title",
-            "tags"
+            "tags",
+            "rules",
+            "ios_url",
+            "android_url",
+            "password",
+            "expired_url",
+            "max_clicks",
+            "redirect_status",
+            "og_title",
+            "og_description",
+            "og_image"
         ]
         .map(str::to_owned)
         .into()

@@ -21,24 +21,32 @@ pub struct LongUrl {
 impl LongUrl {
     /// Validates a destination URL.
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
+        Self::parse_field("long_url", raw)
+    }
+
+    /// Validates another URL a link sends visitors to by the same rules (a rule's `to`, `ios_url`,
+    /// `expired_url`, …); `field` names it in the error.
+    pub fn parse_field(field: &str, raw: &str) -> Result<Self, ValidationError> {
         if !raw.starts_with(SCHEME) {
-            return Err(ValidationError::new("long_url must start with https://"));
+            return Err(ValidationError::new(format!(
+                "{field} must start with https://"
+            )));
         }
         if !raw.is_ascii() {
-            return Err(ValidationError::new(
-                "long_url must be ASCII: percent-encode other characters (RFC 3986)",
-            ));
+            return Err(ValidationError::new(format!(
+                "{field} must be ASCII: percent-encode other characters (RFC 3986)"
+            )));
         }
         if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(ValidationError::new(
-                "long_url must not contain whitespace or control characters",
-            ));
+            return Err(ValidationError::new(format!(
+                "{field} must not contain whitespace or control characters"
+            )));
         }
         let dest = Destination::parse(raw).map_err(|e| match e {
             DestinationError::TooLong { .. } => {
-                ValidationError::new(format!("long_url must be at most {MAX_LEN} characters"))
+                ValidationError::new(format!("{field} must be at most {MAX_LEN} characters"))
             }
-            other => ValidationError::new(format!("long_url is not a valid URL: {other}")),
+            other => ValidationError::new(format!("{field} is not a valid URL: {other}")),
         })?;
         Ok(Self {
             host: dest.host().to_owned(),
@@ -88,6 +96,18 @@ mod tests {
         ] {
             assert!(LongUrl::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = LongUrl::parse_field("ios_url", "http://apps.example/").unwrap_err();
+        assert_eq!(e.0, "ios_url must start with https://");
+        assert!(
+            LongUrl::parse("http://a/")
+                .unwrap_err()
+                .0
+                .starts_with("long_url ")
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod password;
 mod role;
 mod settings;
 mod short_code;
+mod smart_link;
 mod stats_query;
 mod tag;
 mod timestamp;
@@ -28,6 +29,11 @@ pub use password::{MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Password, SecretToken
 pub use role::{Permission, Role};
 pub use settings::GroupSettings;
 pub use short_code::{ShortCode, generate as generate_short_code};
+pub use smart_link::{
+    LinkPassword, LinkPasswordHash, LinkRules, MAX_LINK_PASSWORD_CHARS, MAX_MAX_CLICKS,
+    MAX_OG_DESCRIPTION_CHARS, MAX_OG_TITLE_CHARS, MaxClicks, PreviewText, RedirectStatus,
+    rules_to_api,
+};
 pub use stats_query::{DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, StatsFormat, StatsQuery};
 pub use tag::{MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Tag, Title, sort_tag_names};
 pub use timestamp::Micros;

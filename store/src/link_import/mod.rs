@@ -774,6 +774,8 @@ impl Db {
             actor: job.actor.clone(),
             title: row.title.clone(),
             tags: row.tags.clone(),
+            // The import's columns hold no smart-link fields: imported links are plain.
+            options: Default::default(),
         }))
     }
 }
