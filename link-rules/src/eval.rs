@@ -109,7 +109,6 @@ mod tests {
     extern crate std;
 
     use super::*;
-    use alloc::collections::BTreeMap;
     use alloc::string::String;
     use alloc::vec;
 
@@ -177,9 +176,10 @@ mod tests {
 
     #[test]
     fn query_conditions() {
-        let mut query = BTreeMap::new();
-        query.insert(String::from("utm_source"), String::from("mail"));
-        query.insert(String::from("ref"), String::from(ANY_VALUE));
+        let query = vec![
+            (String::from("utm_source"), String::from("mail")),
+            (String::from("ref"), String::from(ANY_VALUE)),
+        ];
         let c = Conditions {
             query,
             ..Conditions::default()

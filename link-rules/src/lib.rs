@@ -24,7 +24,6 @@ extern crate alloc;
 mod eval;
 mod password;
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
@@ -69,9 +68,11 @@ pub struct Conditions {
     /// Primary language subtags (`de`, `pt`), lowercase, matched against the visitor's first preference.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub language: Vec<String>,
-    /// Query parameters the visitor's URL must carry: name → value, or [`ANY_VALUE`] for any value.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub query: BTreeMap<String, String>,
+    /// Query parameters the visitor's URL must carry, `[name, value]` pairs (value [`ANY_VALUE`]: any value),
+    /// names unique. Pairs rather than a JSON object, which would need a map type: a B-tree's code costs the
+    /// worker's wasm kilobytes, and a list of at most [`MAX_QUERY_KEYS`] needs no index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub query: Vec<(String, String)>,
     /// From this instant on (UNIX milliseconds, inclusive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<i64>,
@@ -198,7 +199,7 @@ mod tests {
 
     #[test]
     fn every_condition_round_trips() {
-        let json = r#"{"if":{"country":["DE","AT"],"device":["mobile","tablet"],"os":["ios","other"],"language":["de"],"query":{"utm":"*","x":"1"},"after":1,"before":2},"to":"https://a.example/"}"#;
+        let json = r#"{"if":{"country":["DE","AT"],"device":["mobile","tablet"],"os":["ios","other"],"language":["de"],"query":[["utm","*"],["x","1"]],"after":1,"before":2},"to":"https://a.example/"}"#;
         let rule: Rule = serde_json::from_str(json).unwrap();
         assert_eq!(rule.when.device, [Device::Mobile, Device::Tablet]);
         assert_eq!(rule.when.os, [Os::Ios, Os::Other]);

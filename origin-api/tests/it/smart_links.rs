@@ -478,6 +478,14 @@ async fn the_kv_record_carries_what_the_edge_needs(engine: Engine) {
     assert_eq!(rec.rules[0].when.os, [Os::Ios]);
     assert_eq!(rec.rules[1].when.os, [Os::Android]);
     assert_eq!(rec.rules[2].when.country, ["DE", "AT"]);
+    assert_eq!(
+        rec.rules[3].when.query,
+        [
+            ("ref".to_owned(), "*".to_owned()),
+            ("utm_source".to_owned(), "mail".to_owned())
+        ],
+        "[name, value] pairs, by name"
+    );
     assert_eq!(rec.rules[4].when.after, Some(1_893_456_000_000), "UNIX ms");
     assert_eq!(rec.rules[4].when.before, Some(1_896_134_400_000));
     let hash = rec.password_hash.as_deref().unwrap();

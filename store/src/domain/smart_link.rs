@@ -78,7 +78,8 @@ impl LinkRules {
     }
 }
 
-/// Rules in the API's form: as stored, with `after` and `before` as ISO 8601 instants (as `created_at`).
+/// Rules in the API's form: as stored, with `query` as an object (stored as `[name, value]` pairs) and `after`
+/// and `before` as ISO 8601 instants (as `created_at`).
 pub fn rules_to_api(rules: &[Rule]) -> Value {
     Value::Array(
         rules
@@ -86,6 +87,15 @@ pub fn rules_to_api(rules: &[Rule]) -> Value {
             .map(|rule| {
                 let mut value = serde_json::to_value(rule).unwrap_or_default();
                 if let Some(when) = value.get_mut("if").and_then(Value::as_object_mut) {
+                    if !rule.when.query.is_empty() {
+                        let query: Map<String, Value> = rule
+                            .when
+                            .query
+                            .iter()
+                            .map(|(name, v)| (name.clone(), Value::from(v.as_str())))
+                            .collect();
+                        when.insert("query".to_owned(), Value::Object(query));
+                    }
                     for (key, ms) in [("after", rule.when.after), ("before", rule.when.before)] {
                         if let Some(ms) = ms {
                             let at = Micros(ms.saturating_mul(1_000)).to_iso8601();
@@ -264,11 +274,8 @@ fn language(field: &str, tag: &str) -> Result<String, ValidationError> {
 }
 
 /// `{"name": "value" | "*"}`: 1 to [`MAX_QUERY_KEYS`] parameters, names and values 1 to [`MAX_QUERY_CHARS`]
-/// characters without control characters.
-fn query(
-    field: &str,
-    value: &Value,
-) -> Result<std::collections::BTreeMap<String, String>, ValidationError> {
+/// characters without control characters; kept as `(name, value)` pairs sorted by name.
+fn query(field: &str, value: &Value) -> Result<Vec<(String, String)>, ValidationError> {
     let object = value
         .as_object()
         .filter(|o| !o.is_empty() && o.len() <= MAX_QUERY_KEYS);
@@ -286,7 +293,7 @@ fn query(
         }
         Ok(s.to_owned())
     };
-    object
+    let mut pairs = object
         .iter()
         .map(|(name, v)| {
             let at = format!("{field}.{name}");
@@ -297,7 +304,10 @@ fn query(
             })?;
             Ok((text(&format!("{field}'s names"), name)?, text(&at, v)?))
         })
-        .collect()
+        .collect::<Result<Vec<_>, ValidationError>>()?;
+    // A JSON object's names are unique already; sorted, the stored form does not depend on the client's order.
+    pairs.sort_unstable();
+    Ok(pairs)
 }
 
 /// An RFC 3339 UTC instant, as UNIX milliseconds (rounded up, as expiries are: never reached early).
@@ -474,6 +484,8 @@ mod tests {
         let api = rules_to_api(rules.as_slice());
         assert_eq!(api[0]["if"]["after"], "2030-01-01T00:00:00.000000Z");
         assert_eq!(api[0]["if"]["device"], json!(["mobile"]));
+        assert_eq!(c.query, [("utm".to_owned(), "*".to_owned())]);
+        assert_eq!(api[0]["if"]["query"], json!({"utm": "*"}));
         assert!(LinkRules::parse(&Value::Null).unwrap().is_empty());
         assert!(LinkRules::parse(&json!([])).unwrap().to_stored().is_none());
     }
