@@ -206,6 +206,9 @@ impl Visit<'_> {
                 .and_then(|o| js_sys::Reflect::get(o, &JsValue::from_str(name)).ok())
         };
         let bot = cf_get(cf.as_ref(), "botManagement");
+        let cf_text = |name: &str| cf_get(cf.as_ref(), name).and_then(|v| v.as_string());
+        let (cf_region, cf_city) = (cf_text("region"), cf_text("city"));
+        let (header_region, header_city) = (header("CF-Region"), header("CF-IPCity"));
         Visitor::new(
             cf_get(cf.as_ref(), "country")
                 .and_then(|v| v.as_string())
@@ -214,6 +217,10 @@ impl Visit<'_> {
             header("User-Agent").as_deref(),
             cf_get(bot.as_ref(), "score").and_then(|v| v.as_f64()),
             cf_get(bot.as_ref(), "verifiedBot").and_then(|v| v.as_bool()) == Some(true),
+        )
+        .with_place(
+            (cf_region.as_deref(), header_region.as_deref()),
+            (cf_city.as_deref(), header_city.as_deref()),
         )
     }
 
@@ -234,10 +241,12 @@ impl Visit<'_> {
         route::split_url(&url).2.map(str::to_owned)
     }
 
-    /// Reports a click after the response (in `wait_until`): to the click queue when the deployment has one
-    /// ([`click_queue`]), else into the isolate's buffer with a flush under way. Neither: nothing to do.
+    /// Reports a click, or a bot that did not count ([`analytics::report`]), after the response (in
+    /// `wait_until`): to the click queue when the deployment has one ([`click_queue`]), else into the isolate's
+    /// buffer with a flush under way. Neither: nothing to do.
     fn record_click(
         &self,
+        report: analytics::Report,
         host: &str,
         short_code: Option<&str>,
         group_id: &str,
@@ -248,15 +257,21 @@ impl Visit<'_> {
         if queue.is_none() && origin.is_none() {
             return;
         }
-        let referer = self.req.headers().get("Referer").ok().flatten();
-        let event = analytics::click_event(
-            host,
-            short_code,
-            group_id,
-            self.now_ms,
-            visitor,
-            referer.as_deref(),
-        );
+        let event = match report {
+            analytics::Report::Bot => analytics::bot_event(host, short_code, group_id, self.now_ms),
+            analytics::Report::Click => {
+                let referer = self.req.headers().get("Referer").ok().flatten();
+                analytics::click_event(
+                    host,
+                    short_code,
+                    group_id,
+                    self.now_ms,
+                    visitor,
+                    referer.as_deref(),
+                    self.query().as_deref(),
+                )
+            }
+        };
         match (queue, origin) {
             (Some(queue), origin) => self.ctx.wait_until(click_queue::send(queue, event, origin)),
             (None, Some(origin)) => {
@@ -315,8 +330,9 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
         Route::Dynamic { group_id, token } => boxed(dynamic(ctx, host, group_id, token)).await,
         _ => return boxed(ctx.fallback()).await,
     };
-    if analytics::counts(&visited.decision, ctx.head, &visited.visitor) {
+    if let Some(report) = analytics::report(&visited.decision, ctx.head, &visited.visitor) {
         ctx.record_click(
+            report,
             host,
             visited.code.as_deref(),
             &visited.group_id,
