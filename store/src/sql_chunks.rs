@@ -162,7 +162,10 @@ mod tests {
         assert_eq!(joined, rows);
         let (last, values) = &parts[6];
         assert_eq!(last, &[698, 699]);
-        assert!(values.starts_with("($1, $2,") && values.ends_with("$16)"), "{values}");
+        assert!(
+            values.starts_with("($1, $2,") && values.ends_with("$16)"),
+            "{values}"
+        );
         let (_, sqlite) = MultiRow::SQLITE.split(&rows[..1], 2).next().unwrap();
         assert_eq!(sqlite, "(?, ?)");
         assert_eq!(PG.split(&rows[..0], 8).count(), 0);
