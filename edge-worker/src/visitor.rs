@@ -47,8 +47,8 @@ impl Visitor {
     }
 
     /// The visitor with its region and city (each `cf` value wins over its header, as for the country). The
-    /// headers are the ones Cloudflare's "visitor location headers" transform adds; local runs and tests send
-    /// them, as they send `CF-IPCountry`.
+    /// caller passes the headers (the names of Cloudflare's "visitor location headers" transform) only where
+    /// `cf` has no country, i.e. in local runs and tests, which send them as they send `CF-IPCountry`.
     pub fn with_place(
         mut self,
         (cf_region, header_region): (Option<&str>, Option<&str>),

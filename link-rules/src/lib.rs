@@ -29,7 +29,7 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 pub use eval::{Visitor, first_match, primary_language};
-pub use password::{PASSWORD_HASH_SCHEME, PasswordHash};
+pub use password::{MAX_ITERATIONS, PASSWORD_HASH_SCHEME, PasswordHash};
 
 /// Most rules a link may have (its `ios_url` and `android_url` come on top, as two more leading rules).
 pub const MAX_RULES: usize = 20;

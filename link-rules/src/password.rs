@@ -5,6 +5,19 @@
 /// The scheme name that starts every hash.
 pub const PASSWORD_HASH_SCHEME: &str = "pbkdf2-sha256";
 
+/// The most iterations a stored hash may ask for (the origin writes far fewer; see its constant).
+pub const MAX_ITERATIONS: u32 = 2_000_000;
+
+/// Standard base64 with padding: its alphabet, `=` only at the end.
+fn is_base64(s: &str) -> bool {
+    let body = s.trim_end_matches('=');
+    s.len() - body.len() <= 2
+        && s.len() % 4 == 0
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+}
+
 /// The parts of a stored hash, still encoded: the worker decodes the base64 and derives with WebCrypto.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PasswordHash<'a> {
@@ -24,9 +37,19 @@ impl<'a> PasswordHash<'a> {
         if parts.next()? != PASSWORD_HASH_SCHEME {
             return None;
         }
-        let iterations = parts.next()?.parse().ok().filter(|n| *n > 0)?;
-        let salt_b64 = parts.next().filter(|s| !s.is_empty())?;
-        let hash_b64 = parts.next().filter(|s| !s.is_empty())?;
+        // Bounded, so a corrupt or planted record cannot make the worker derive for minutes: digits only, no
+        // leading zero, at most MAX_ITERATIONS; a salt of 16 to 64 bytes and a 32-byte hash (SHA-256's length), in
+        // padded base64.
+        let iterations = parts
+            .next()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()) && !n.starts_with('0'))?
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_ITERATIONS).contains(n))?;
+        let salt_b64 = parts
+            .next()
+            .filter(|s| (24..=88).contains(&s.len()) && is_base64(s))?;
+        let hash_b64 = parts.next().filter(|s| s.len() == 44 && is_base64(s))?;
         if parts.next().is_some() {
             return None;
         }
@@ -41,27 +64,39 @@ impl<'a> PasswordHash<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
+    use alloc::string::String;
 
     #[test]
     fn parts() {
+        let salt = "AAECAwQFBgcICQoLDA0ODw=="; // 16 bytes
+        let hash = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="; // 32 bytes
         assert_eq!(
-            PasswordHash::parse("pbkdf2-sha256$100000$c2FsdA==$aGFzaA=="),
+            PasswordHash::parse(&format!("pbkdf2-sha256$100000${salt}${hash}")),
             Some(PasswordHash {
                 iterations: 100_000,
-                salt_b64: "c2FsdA==",
-                hash_b64: "aGFzaA==",
+                salt_b64: salt,
+                hash_b64: hash,
             })
         );
         for bad in [
-            "",
-            "pbkdf2-sha1$1$a$b",
-            "pbkdf2-sha256$0$a$b",
-            "pbkdf2-sha256$x$a$b",
-            "pbkdf2-sha256$1$$b",
-            "pbkdf2-sha256$1$a$",
-            "pbkdf2-sha256$1$a$b$c",
+            String::new(),
+            format!("pbkdf2-sha1$1${salt}${hash}"),
+            format!("pbkdf2-sha256$0${salt}${hash}"),
+            format!("pbkdf2-sha256$x${salt}${hash}"),
+            format!("pbkdf2-sha256$+100${salt}${hash}"),
+            format!("pbkdf2-sha256$0100${salt}${hash}"),
+            format!("pbkdf2-sha256$2000001${salt}${hash}"),
+            format!("pbkdf2-sha256$4294967295${salt}${hash}"),
+            format!("pbkdf2-sha256$1$${hash}"),
+            format!("pbkdf2-sha256$1$c2FsdA==${hash}"),
+            format!("pbkdf2-sha256$1${salt}$"),
+            format!("pbkdf2-sha256$1${salt}$aGFzaA=="),
+            format!("pbkdf2-sha256$1${salt}${}", hash.replace('A', "*")),
+            format!("pbkdf2-sha256$1${salt}${hash}$c"),
         ] {
-            assert_eq!(PasswordHash::parse(bad), None, "{bad}");
+            assert_eq!(PasswordHash::parse(&bad), None, "{bad}");
         }
+        assert!(PasswordHash::parse(&format!("pbkdf2-sha256$2000000${salt}${hash}")).is_some());
     }
 }

@@ -16,21 +16,24 @@ use subtle::ConstantTimeEq;
 /// worker (≤ 10 ms CPU per attempt) and tunes this; hashes keep their own count, so changing it leaves existing
 /// passwords working.
 pub const LINK_PASSWORD_ITERATIONS: u32 = 100_000;
+// The worker refuses a hash that asks for more than link-rules' bound (against planted records).
+const _: () = assert!(LINK_PASSWORD_ITERATIONS <= link_rules::MAX_ITERATIONS);
 /// Salt length in bytes (random per hash).
 const SALT_LEN: usize = 16;
 /// Derived key length in bytes (SHA-256's output).
 const HASH_LEN: usize = 32;
 
 impl Db {
-    /// The hash of a link's password, computed off the async runtime under the process's password-hashing bound
-    /// ([`crate::HashLimit`]): [`StoreError::Busy`] when no turn comes in time.
+    /// The hash of a link's password, computed off the async runtime under the process's bound on link-password
+    /// hashing (a [`crate::HashLimit`] of its own, so the accounts' sign-ins never wait behind it):
+    /// [`StoreError::Busy`] when no turn comes in time.
     pub async fn hash_link_password(
         &self,
         password: &LinkPassword,
     ) -> Result<LinkPasswordHash, StoreError> {
         let password = password.clone();
         let salt: [u8; SALT_LEN] = rand::random();
-        self.hashing
+        self.link_hashing
             .run(move || hash_with(password.expose(), &salt, LINK_PASSWORD_ITERATIONS))
             .await
             .map(LinkPasswordHash::new)
@@ -105,12 +108,13 @@ mod tests {
         let db = Db::connect(&format!("sqlite://{}", dir.join("db.sqlite").display()), 1)
             .await
             .unwrap();
-        let password = LinkPassword::parse("hunter2").unwrap();
+        let password = LinkPassword::parse("hunter22").unwrap();
         let hash = db.hash_link_password(&password).await.unwrap();
         let parts = PasswordHash::parse(hash.as_str()).unwrap();
         assert_eq!(parts.iterations, LINK_PASSWORD_ITERATIONS);
         assert_eq!(STANDARD.decode(parts.salt_b64).unwrap().len(), SALT_LEN);
-        assert!(verify_link_password("hunter2", hash.as_str()));
+        assert!(verify_link_password("hunter22", hash.as_str()));
+        assert!(!verify_link_password("hunter2", hash.as_str()));
         assert_ne!(
             db.hash_link_password(&password).await.unwrap().as_str(),
             hash.as_str(),

@@ -64,6 +64,10 @@ pub struct Db {
     pub(crate) click_writer: Option<ClickWriter>,
     /// The process-wide bound on argon2 computations ([`crate::password_hashing`]).
     pub(crate) hashing: HashLimit,
+    /// The bound on link passwords' PBKDF2 ([`crate::link_password`]): one at a time, apart from `hashing`, so
+    /// API keys setting link passwords (checked against their limits only after hashing, in create-link's
+    /// transaction) can take at most one core and never the turns that sign-ins and password checks wait for.
+    pub(crate) link_hashing: HashLimit,
     migrator: &'static Migrator,
 }
 
@@ -140,6 +144,7 @@ impl Db {
                     write,
                     multi_row,
                     hashing: HashLimit::per_core(),
+                    link_hashing: HashLimit::new(1, crate::password_hashing::DEFAULT_HASH_WAIT),
                     migrator: &SQLITE_MIGRATIONS,
                 })
             }
@@ -155,6 +160,7 @@ impl Db {
                     multi_row: MultiRow::POSTGRES,
                     click_writer: None,
                     hashing: HashLimit::per_core(),
+                    link_hashing: HashLimit::new(1, crate::password_hashing::DEFAULT_HASH_WAIT),
                     migrator: &POSTGRES_MIGRATIONS,
                 })
             }

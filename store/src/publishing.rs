@@ -264,6 +264,10 @@ impl Db {
             description: r.try_get("og_description")?,
             image: r.try_get("og_image")?,
         };
+        let password_hash: Option<String> = r.try_get("password_hash")?;
+        // Fail closed until the worker checks passwords (issue 25's edge part): today's worker ignores the hash,
+        // so a protected link is published paused (visitors get the domain's fallback), never open to everyone.
+        let active = active && password_hash.is_none();
         Ok(Some(LinkRecord {
             expires_at: if limit_reached { Some(0) } else { expires_at },
             forward_query: r.try_get::<i64, _>("forward_query")? != 0,
@@ -272,7 +276,7 @@ impl Db {
                 r.try_get("android_url")?,
                 stored_rules(r.try_get("rules")?)?,
             ),
-            password_hash: r.try_get("password_hash")?,
+            password_hash,
             expired_url: r.try_get("expired_url")?,
             // 302 is what a record without the field means: plain links keep their bytes.
             redirect_status: (redirect_status != RedirectStatus::FOUND.code())

@@ -738,9 +738,9 @@ async fn clicks_flow_back_into_link_stats() {
     );
     assert_eq!(
         stats["by_utm"],
-        json!({"source": [{"value": null, "clicks": 4}, {"value": "newsletter", "clicks": 1}],
-               "medium": [{"value": null, "clicks": 4}, {"value": "email", "clicks": 1}],
-               "campaign": [{"value": null, "clicks": 4}, {"value": "fall sale", "clicks": 1}]}),
+        json!({"utm_source": [{"value": null, "clicks": 4}, {"value": "newsletter", "clicks": 1}],
+               "utm_medium": [{"value": null, "clicks": 4}, {"value": "email", "clicks": 1}],
+               "utm_campaign": [{"value": null, "clicks": 4}, {"value": "fall sale", "clicks": 1}]}),
         "{stats}"
     );
 }

@@ -208,11 +208,16 @@ impl Visit<'_> {
         let bot = cf_get(cf.as_ref(), "botManagement");
         let cf_text = |name: &str| cf_get(cf.as_ref(), name).and_then(|v| v.as_string());
         let (cf_region, cf_city) = (cf_text("region"), cf_text("city"));
-        let (header_region, header_city) = (header("CF-Region"), header("CF-IPCity"));
+        let cf_country = cf_text("country");
+        // Region and city headers only where Cloudflare's geolocation is absent (local runs and tests): on
+        // Cloudflare a visitor could send them, and a region or city `cf` does not know would then be theirs.
+        let (header_region, header_city) = if cf_country.is_none() {
+            (header("CF-Region"), header("CF-IPCity"))
+        } else {
+            (None, None)
+        };
         Visitor::new(
-            cf_get(cf.as_ref(), "country")
-                .and_then(|v| v.as_string())
-                .as_deref(),
+            cf_country.as_deref(),
             header("CF-IPCountry").as_deref(),
             header("User-Agent").as_deref(),
             cf_get(bot.as_ref(), "score").and_then(|v| v.as_f64()),

@@ -79,7 +79,7 @@ pub(crate) struct LinkPatchBody {
     #[serde(default, deserialize_with = "explicit_null")]
     #[schema(value_type = Option<String>, max_length = 2048, pattern = "^https://")]
     android_url: Option<Option<String>>,
-    /// A new password (1 to 128 characters; write-only); `null` removes the password.
+    /// A new password (8 to 128 characters; write-only); `null` removes the password.
     #[serde(default, deserialize_with = "explicit_null")]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 128, write_only)]
     password: Option<Option<String>>,
@@ -215,13 +215,14 @@ pub(crate) async fn patch_link(
         },
         options: LinkOptionsPatch::default(),
     };
-    // Hashed once the body is valid and before the write is charged: a busy hasher (503) costs no budget.
+    // The write is charged before the password is hashed: the key's budget also bounds how much hashing it can
+    // ask for (a busy hasher's 503 then costs one write of the budget).
+    let limit = state.limits.charge(&state.db, &caller).await?;
     options.password = match password {
         Some(p) => Some(hash_password(&state, p).await?),
         None => None,
     };
     let patch = LinkPatch { options, ..patch };
-    let limit = state.limits.charge(&state.db, &caller).await?;
     let link = state
         .db
         .update_link(&caller.account_id, &id, &patch, &Actor::ApiKey)

@@ -135,10 +135,13 @@ pub(crate) struct UtmCount {
 #[derive(Serialize, ToSchema)]
 pub(crate) struct UtmLists {
     /// `utm_source`.
+    #[serde(rename = "utm_source")]
     source: Vec<UtmCount>,
     /// `utm_medium`.
+    #[serde(rename = "utm_medium")]
     medium: Vec<UtmCount>,
     /// `utm_campaign`.
+    #[serde(rename = "utm_campaign")]
     campaign: Vec<UtmCount>,
 }
 

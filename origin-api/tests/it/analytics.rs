@@ -606,8 +606,8 @@ async fn group_and_account_stats(engine: Engine) {
             "by_os": [{"os": "other", "clicks": 5}],
             "by_region": [{"country": "US", "region": null, "clicks": 3}, {"country": "DE", "region": null, "clicks": 2}],
             "by_city": [{"country": "US", "city": null, "clicks": 3}, {"country": "DE", "city": null, "clicks": 2}],
-            "by_utm": {"source": [{"value": null, "clicks": 5}], "medium": [{"value": null, "clicks": 5}],
-                       "campaign": [{"value": null, "clicks": 5}]},
+            "by_utm": {"utm_source": [{"value": null, "clicks": 5}], "utm_medium": [{"value": null, "clicks": 5}],
+                       "utm_campaign": [{"value": null, "clicks": 5}]},
         })
     );
     assert_eq!(stats(format!("groups/{g2}/stats")).await["total"], 4);
@@ -918,7 +918,7 @@ async fn migration_counts_earlier_clicks(engine: Engine) {
             "by_referrer": [{"referer_host": "a.example", "clicks": 2}, {"referer_host": null, "clicks": 1}],
             // Clicks stored before the new dimensions were never classified: they are in none of them.
             "by_browser": [], "by_os": [], "by_region": [], "by_city": [],
-            "by_utm": {"source": [], "medium": [], "campaign": []},
+            "by_utm": {"utm_source": [], "utm_medium": [], "utm_campaign": []},
         })
     );
     let (_, body) = get(

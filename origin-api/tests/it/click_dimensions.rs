@@ -162,10 +162,10 @@ async fn dimensions_in_link_group_and_account_stats(engine: Engine) {
                         {"country": "DE", "city": "Berlin", "clicks": 2},
                         {"country": "US", "city": "San Francisco", "clicks": 1}],
             "by_utm": {
-                "source": [{"value": "newsletter", "clicks": 5}, {"value": null, "clicks": 1}],
+                "utm_source": [{"value": "newsletter", "clicks": 5}, {"value": null, "clicks": 1}],
                 // Ties in byte order, none first.
-                "medium": [{"value": null, "clicks": 3}, {"value": "email", "clicks": 3}],
-                "campaign": [{"value": null, "clicks": 3}, {"value": "spring", "clicks": 3}],
+                "utm_medium": [{"value": null, "clicks": 3}, {"value": "email", "clicks": 3}],
+                "utm_campaign": [{"value": null, "clicks": 3}, {"value": "spring", "clicks": 3}],
             },
         })
     );
@@ -210,7 +210,7 @@ async fn dimensions_in_link_group_and_account_stats(engine: Engine) {
             "{path}"
         );
         assert_eq!(
-            body["by_utm"]["source"],
+            body["by_utm"]["utm_source"],
             json!([{"value": "newsletter", "clicks": 5}, {"value": null, "clicks": 2}]),
             "{path}"
         );
@@ -349,7 +349,7 @@ async fn bots_alone_are_counted_apart(engine: Engine) {
         }
         assert_eq!(
             body["by_utm"],
-            json!({"source": [], "medium": [], "campaign": []})
+            json!({"utm_source": [], "utm_medium": [], "utm_campaign": []})
         );
         let text = csv(&app, &acc.key, &path).await;
         assert_eq!(
@@ -417,9 +417,9 @@ async fn facts_are_bounded_and_the_user_agent_never_stored(engine: Engine) {
     );
     assert_eq!(
         body["by_utm"],
-        json!({"source": [{"value": null, "clicks": 1}, {"value": "spaced", "clicks": 1}],
-               "medium": [{"value": null, "clicks": 2}],
-               "campaign": [{"value": null, "clicks": 1}, {"value": "=HYPERLINK(\"x\")", "clicks": 1}]})
+        json!({"utm_source": [{"value": null, "clicks": 1}, {"value": "spaced", "clicks": 1}],
+               "utm_medium": [{"value": null, "clicks": 2}],
+               "utm_campaign": [{"value": null, "clicks": 1}, {"value": "=HYPERLINK(\"x\")", "clicks": 1}]})
     );
     // CSV keeps a visitor's formula inert.
     let text = csv(&app, &acc.key, &format!("links/{id}/stats")).await;

@@ -295,8 +295,8 @@ async fn internal_routes(engine: Engine) {
             "by_city": [{"country": null, "city": null, "clicks": 1},
                         {"country": "DE", "city": null, "clicks": 1},
                         {"country": "US", "city": null, "clicks": 1}],
-            "by_utm": {"source": [{"value": null, "clicks": 3}], "medium": [{"value": null, "clicks": 3}],
-                       "campaign": [{"value": null, "clicks": 3}]},
+            "by_utm": {"utm_source": [{"value": null, "clicks": 3}], "utm_medium": [{"value": null, "clicks": 3}],
+                       "utm_campaign": [{"value": null, "clicks": 3}]},
         })
     );
     // Another account's link, an unknown id and a malformed id are all 404.

@@ -227,11 +227,15 @@ async fn each_refusal_names_its_field(engine: Engine) {
         (json!({"max_clicks": 0}), "max_clicks must be an integer"),
         (
             json!({"password": "x".repeat(129)}),
-            "password must be 1 to 128 characters",
+            "password must be 8 to 128 characters",
         ),
         (
             json!({"password": ""}),
-            "password must be 1 to 128 characters",
+            "password must be 8 to 128 characters",
+        ),
+        (
+            json!({"password": "seven77"}),
+            "password must be 8 to 128 characters",
         ),
         (
             json!({"og_title": "x".repeat(201)}),
@@ -286,7 +290,7 @@ async fn patch_sets_clears_and_refuses(engine: Engine) {
         &app,
         &acc.key,
         &id,
-        json!({"rules": [{"if": {"os": "macos"}, "to": "https://example.com/mac"}], "password": "pw",
+        json!({"rules": [{"if": {"os": "macos"}, "to": "https://example.com/mac"}], "password": "pw-long-enough",
                "redirect_status": 308, "og_title": "Hello", "expired_url": "https://example.com/gone",
                "ios_url": "https://apps.apple.com/app/id2", "android_url": "https://play.example/a",
                "og_description": "D", "og_image": "https://example.com/i.png"}),
@@ -389,7 +393,7 @@ async fn patch_sets_clears_and_refuses(engine: Engine) {
         &app,
         &acc.key,
         &id,
-        json!({"rules": [], "password": "again"}),
+        json!({"rules": [], "password": "again and again"}),
     )
     .await;
     assert_eq!(
@@ -409,7 +413,7 @@ async fn bulk_create_takes_the_fields(engine: Engine) {
             Some(json!({"links": [
                 full_body(&counted),
                 {"long_url": "https://example.com/b", "rules": [{"if": {"os": "amiga"}, "to": "https://example.com/"}]},
-                {"long_url": "https://example.com/c", "password": "c-pass", "redirect_status": 307},
+                {"long_url": "https://example.com/c", "password": "c-password", "redirect_status": 307},
             ]})),
         )
         .await;
@@ -434,6 +438,27 @@ async fn bulk_create_takes_the_fields(engine: Engine) {
         (&json!(true), &json!(307))
     );
     app.stop().await;
+}
+
+/// The id of the account's link with `code`.
+async fn link_id(app: &TestApp, acc: &Account, code: &str) -> String {
+    let (s, b) = app
+        .send(
+            Method::GET,
+            &acc.key,
+            "/api/v1/external/links?limit=100",
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    b["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["short_code"] == code)
+        .and_then(|l| l["id"].as_str())
+        .unwrap()
+        .to_owned()
 }
 
 async fn the_kv_record_carries_what_the_edge_needs(engine: Engine) {
@@ -508,6 +533,22 @@ async fn the_kv_record_carries_what_the_edge_needs(engine: Engine) {
     // The worker's KV-miss lookup answers the same fields.
     let resolved = kv_model::ResolvedLink::new(rec.clone(), None);
     assert_eq!(resolved.link().rules, rec.rules);
+    // Fail closed: until the worker checks passwords, a protected link is published paused; without its
+    // password it is published open again.
+    assert!(!rec.is_active, "a protected link is published paused");
+    let id = link_id(&app, &acc, "smart").await;
+    let (s, b) = app
+        .send(
+            Method::PATCH,
+            &acc.key,
+            &format!("/api/v1/external/links/{id}"),
+            Some(json!({"password": null})),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["is_active"], true, "the link itself stays active");
+    let (_, open) = record(&app, "link:sho.rt:smart").await;
+    assert!(open.is_active && open.password_hash.is_none());
     app.stop().await;
 }
 
