@@ -165,7 +165,6 @@ mod tests {
             referer_host: None,
             device: Device::Mobile,
             id: None,
-            ..Default::default()
         };
         let text = serde_json::to_string(&event).unwrap();
         assert!(is_event_text(&text));

@@ -1,4 +1,4 @@
-//! What the edge knows about a visitor: country, region and city, and whether it is a bot.
+//! What the edge knows about a visitor: country and whether it is a bot.
 
 /// Cloudflare bot scores below this are "likely automated" (Cloudflare's own threshold: 1–29).
 pub const BOT_SCORE_THRESHOLD: u8 = 30;
@@ -15,11 +15,6 @@ pub struct Visitor {
     pub bot_score: Option<u8>,
     /// `request.cf.botManagement.verifiedBot`: a known good bot (search engines, link previews) is still a bot.
     pub verified_bot: bool,
-    /// `request.cf.region` (a name, `Bavaria`), else the `CF-Region` header; at most
-    /// [`kv_model::MAX_FACT_CHARS`] characters. For click reports only: no rule looks at it.
-    pub region: Option<String>,
-    /// `request.cf.city`, else the `CF-IPCity` header; bounded like the region.
-    pub city: Option<String>,
 }
 
 impl Visitor {
@@ -41,22 +36,7 @@ impl Visitor {
                 .filter(|s| (1.0..=99.0).contains(s))
                 .map(|s| s as u8),
             verified_bot,
-            region: None,
-            city: None,
         }
-    }
-
-    /// The visitor with its region and city (each `cf` value wins over its header, as for the country). The
-    /// caller passes the headers (the names of Cloudflare's "visitor location headers" transform) only where
-    /// `cf` has no country, i.e. in local runs and tests, which send them as they send `CF-IPCountry`.
-    pub fn with_place(
-        mut self,
-        (cf_region, header_region): (Option<&str>, Option<&str>),
-        (cf_city, header_city): (Option<&str>, Option<&str>),
-    ) -> Self {
-        self.region = place(cf_region).or_else(|| place(header_region));
-        self.city = place(cf_city).or_else(|| place(header_city));
-        self
     }
 
     /// Whether the visitor is a bot: a verified bot, a low Cloudflare bot score, or a bot-like User-Agent.
@@ -65,12 +45,6 @@ impl Visitor {
             || self.bot_score.is_some_and(|s| s < BOT_SCORE_THRESHOLD)
             || is_bot_user_agent(&self.user_agent)
     }
-}
-
-/// A region's or city's name: trimmed, at most [`kv_model::MAX_FACT_CHARS`] characters; `None` when empty.
-fn place(raw: Option<&str>) -> Option<String> {
-    let name = kv_model::truncate_chars(raw?.trim(), kv_model::MAX_FACT_CHARS).trim_end();
-    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// A two-letter country code, uppercased; `XX` (unknown) and `T1` (Tor) count as no country.
@@ -279,24 +253,6 @@ mod tests {
         );
         assert!(Visitor::new(None, None, Some(CHROME), None, true).is_bot());
         assert!(Visitor::new(None, None, None, None, false).is_bot());
-    }
-
-    #[test]
-    fn place_sources() {
-        let v = |cf: Option<&str>, header: Option<&str>| {
-            Visitor::default().with_place((cf, header), (cf, header))
-        };
-        assert_eq!(
-            v(Some("Bavaria"), Some("Hesse")).region.as_deref(),
-            Some("Bavaria")
-        );
-        assert_eq!(v(None, Some(" Hesse ")).city.as_deref(), Some("Hesse"));
-        assert_eq!(v(Some(" "), None).region, None);
-        let long = "ü".repeat(150);
-        assert_eq!(
-            v(Some(&long), None).city.map(|c| c.chars().count()),
-            Some(100)
-        );
     }
 
     #[test]

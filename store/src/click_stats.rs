@@ -42,29 +42,6 @@ pub struct ValueCount {
     pub clicks: i64,
 }
 
-/// Clicks from one place (a region or a city) of one country.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlaceCount {
-    /// The country (ISO 3166-1 alpha-2); `None` when unknown.
-    pub country: Option<String>,
-    /// The region's or city's name; `None` when unknown.
-    pub name: Option<String>,
-    /// Clicks.
-    pub clicks: i64,
-}
-
-/// Clicks by the visited URL's UTM parameters, each most clicks first, then by value (`None`, no such parameter,
-/// first); at most [`TOP_VALUES`] each.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UtmStats {
-    /// `utm_source`.
-    pub source: Vec<ValueCount>,
-    /// `utm_medium`.
-    pub medium: Vec<ValueCount>,
-    /// `utm_campaign`.
-    pub campaign: Vec<ValueCount>,
-}
-
 /// Statistics over a range of days.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClickStats {
@@ -78,20 +55,6 @@ pub struct ClickStats {
     pub by_device: Vec<ValueCount>,
     /// Referrer hosts, most clicks first, then by host; at most [`TOP_VALUES`].
     pub by_referrer: Vec<ValueCount>,
-    /// Browsers (`chrome`, `safari`, …, `other`), most clicks first, then by name.
-    pub by_browser: Vec<ValueCount>,
-    /// Operating systems (`ios`, `android`, …, `other`), most clicks first, then by name.
-    pub by_os: Vec<ValueCount>,
-    /// Regions, most clicks first, then by country and name; at most [`TOP_VALUES`].
-    pub by_region: Vec<PlaceCount>,
-    /// Cities, most clicks first, then by country and name; at most [`TOP_VALUES`].
-    pub by_city: Vec<PlaceCount>,
-    /// The visited URLs' UTM parameters.
-    pub by_utm: UtmStats,
-    /// Requests the edge recognised as bots and did not count: in no other figure, `total` included.
-    pub bots: i64,
-    /// Days with bots, oldest first.
-    pub bots_by_day: Vec<DayCount>,
 }
 
 /// The counters of a scope: (table, id column).
@@ -163,31 +126,6 @@ async fn top(
         .collect()
 }
 
-/// The most clicked places of `dimension` (`region` or `city`), whose values are the country, a TAB and the
-/// name ([`crate::clicks`]).
-async fn top_places(
-    conn: &mut AnyConnection,
-    counters: (&str, &str),
-    id: &str,
-    dimension: &str,
-    from: Day,
-    to: Day,
-) -> Result<Vec<PlaceCount>, StoreError> {
-    Ok(top(conn, counters, id, dimension, from, to)
-        .await?
-        .into_iter()
-        .map(|v| {
-            let raw = v.value.unwrap_or_default();
-            let (country, name) = raw.split_once('\t').unwrap_or(("", raw.as_str()));
-            PlaceCount {
-                country: value(country.to_owned()),
-                name: value(name.to_owned()),
-                clicks: v.clicks,
-            }
-        })
-        .collect())
-}
-
 impl Db {
     /// The statistics of `scope` from `from` to `to` (both inclusive), or None when the link or group is not
     /// the account's (or does not exist). One read transaction, so the parts agree with each other.
@@ -208,11 +146,10 @@ impl Db {
             StatsScope::Account => account_id,
         };
         // Every click is in exactly one device row of its day: the device rows give the days and the total too.
-        // Bots are in `bots` rows only.
         let sql = format!(
-            "SELECT day, dimension, value, CAST(SUM(clicks) AS BIGINT) AS n FROM {table} \
-             WHERE {column} = $1 AND dimension IN ('device', 'bots') AND day >= $2 AND day <= $3 \
-             GROUP BY day, dimension, value HAVING SUM(clicks) > 0"
+            "SELECT day, value, CAST(SUM(clicks) AS BIGINT) AS n FROM {table} \
+             WHERE {column} = $1 AND dimension = 'device' AND day >= $2 AND day <= $3 \
+             GROUP BY day, value HAVING SUM(clicks) > 0"
         );
         let devices = sqlx::query(&sql)
             .bind(id)
@@ -222,37 +159,14 @@ impl Db {
             .await?;
         let by_country = top(&mut tx, (table, column), id, "country", from, to).await?;
         let by_referrer = top(&mut tx, (table, column), id, "referrer", from, to).await?;
-        let by_browser = top(&mut tx, (table, column), id, "browser", from, to).await?;
-        let by_os = top(&mut tx, (table, column), id, "os", from, to).await?;
-        let by_region = top_places(&mut tx, (table, column), id, "region", from, to).await?;
-        let by_city = top_places(&mut tx, (table, column), id, "city", from, to).await?;
-        let by_utm = UtmStats {
-            source: top(&mut tx, (table, column), id, "utm_source", from, to).await?,
-            medium: top(&mut tx, (table, column), id, "utm_medium", from, to).await?,
-            campaign: top(&mut tx, (table, column), id, "utm_campaign", from, to).await?,
-        };
         tx.commit().await?;
         let mut days: BTreeMap<i64, i64> = BTreeMap::new();
-        let mut bot_days: BTreeMap<i64, i64> = BTreeMap::new();
         let mut device_totals: BTreeMap<String, i64> = BTreeMap::new();
         for r in &devices {
             let n: i64 = r.try_get("n")?;
-            let dimension: String = r.try_get("dimension")?;
-            if dimension == "bots" {
-                *bot_days.entry(r.try_get("day")?).or_default() += n;
-                continue;
-            }
             *days.entry(r.try_get("day")?).or_default() += n;
             *device_totals.entry(r.try_get("value")?).or_default() += n;
         }
-        let per_day = |days: BTreeMap<i64, i64>| -> Vec<DayCount> {
-            days.into_iter()
-                .map(|(day, clicks)| DayCount {
-                    day: Day(day),
-                    clicks,
-                })
-                .collect()
-        };
         let mut by_device: Vec<ValueCount> = device_totals
             .into_iter()
             .map(|(v, clicks)| ValueCount {
@@ -264,17 +178,16 @@ impl Db {
         by_device.sort_by_key(|d| std::cmp::Reverse(d.clicks));
         Ok(Some(ClickStats {
             total: days.values().sum(),
-            by_day: per_day(days),
+            by_day: days
+                .into_iter()
+                .map(|(day, clicks)| DayCount {
+                    day: Day(day),
+                    clicks,
+                })
+                .collect(),
             by_country,
             by_device,
             by_referrer,
-            by_browser,
-            by_os,
-            by_region,
-            by_city,
-            by_utm,
-            bots: bot_days.values().sum(),
-            bots_by_day: per_day(bot_days),
         }))
     }
 }

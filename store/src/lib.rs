@@ -47,7 +47,6 @@ mod rate_limit;
 mod signup;
 mod sql_chunks;
 mod tags;
-mod user_agent;
 mod web_auth;
 mod webhooks;
 mod write_budget;
@@ -57,9 +56,7 @@ pub use audit::{Action, Actor, DEFAULT_AUDIT_RETENTION_DAYS};
 pub use audit_log::{AuditEntry, AuditPage};
 pub use click_live::{LIVE_MINUTES, LastHour, MinuteCount};
 pub use click_retention::Aged;
-pub use click_stats::{
-    ClickStats, DayCount, PlaceCount, StatsScope, TOP_VALUES, UtmStats, ValueCount,
-};
+pub use click_stats::{ClickStats, DayCount, StatsScope, TOP_VALUES, ValueCount};
 pub use clicks::Ingested;
 pub use creation::{CreateLink, CreatedLink, Creator};
 pub use domains::{DomainOwner, DomainRow, DomainState};

@@ -206,26 +206,14 @@ impl Visit<'_> {
                 .and_then(|o| js_sys::Reflect::get(o, &JsValue::from_str(name)).ok())
         };
         let bot = cf_get(cf.as_ref(), "botManagement");
-        let cf_text = |name: &str| cf_get(cf.as_ref(), name).and_then(|v| v.as_string());
-        let (cf_region, cf_city) = (cf_text("region"), cf_text("city"));
-        let cf_country = cf_text("country");
-        // Region and city headers only where Cloudflare's geolocation is absent (local runs and tests): on
-        // Cloudflare a visitor could send them, and a region or city `cf` does not know would then be theirs.
-        let (header_region, header_city) = if cf_country.is_none() {
-            (header("CF-Region"), header("CF-IPCity"))
-        } else {
-            (None, None)
-        };
         Visitor::new(
-            cf_country.as_deref(),
+            cf_get(cf.as_ref(), "country")
+                .and_then(|v| v.as_string())
+                .as_deref(),
             header("CF-IPCountry").as_deref(),
             header("User-Agent").as_deref(),
             cf_get(bot.as_ref(), "score").and_then(|v| v.as_f64()),
             cf_get(bot.as_ref(), "verifiedBot").and_then(|v| v.as_bool()) == Some(true),
-        )
-        .with_place(
-            (cf_region.as_deref(), header_region.as_deref()),
-            (cf_city.as_deref(), header_city.as_deref()),
         )
     }
 
@@ -246,12 +234,10 @@ impl Visit<'_> {
         route::split_url(&url).2.map(str::to_owned)
     }
 
-    /// Reports a click, or a bot that did not count ([`analytics::report`]), after the response (in
-    /// `wait_until`): to the click queue when the deployment has one ([`click_queue`]), else into the isolate's
-    /// buffer with a flush under way. Neither: nothing to do.
+    /// Reports a click after the response (in `wait_until`): to the click queue when the deployment has one
+    /// ([`click_queue`]), else into the isolate's buffer with a flush under way. Neither: nothing to do.
     fn record_click(
         &self,
-        report: analytics::Report,
         host: &str,
         short_code: Option<&str>,
         group_id: &str,
@@ -262,21 +248,15 @@ impl Visit<'_> {
         if queue.is_none() && origin.is_none() {
             return;
         }
-        let event = match report {
-            analytics::Report::Bot => analytics::bot_event(host, short_code, group_id, self.now_ms),
-            analytics::Report::Click => {
-                let referer = self.req.headers().get("Referer").ok().flatten();
-                analytics::click_event(
-                    host,
-                    short_code,
-                    group_id,
-                    self.now_ms,
-                    visitor,
-                    referer.as_deref(),
-                    self.query().as_deref(),
-                )
-            }
-        };
+        let referer = self.req.headers().get("Referer").ok().flatten();
+        let event = analytics::click_event(
+            host,
+            short_code,
+            group_id,
+            self.now_ms,
+            visitor,
+            referer.as_deref(),
+        );
         match (queue, origin) {
             (Some(queue), origin) => self.ctx.wait_until(click_queue::send(queue, event, origin)),
             (None, Some(origin)) => {
@@ -335,9 +315,8 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
         Route::Dynamic { group_id, token } => boxed(dynamic(ctx, host, group_id, token)).await,
         _ => return boxed(ctx.fallback()).await,
     };
-    if let Some(report) = analytics::report(&visited.decision, ctx.head, &visited.visitor) {
+    if analytics::counts(&visited.decision, ctx.head, &visited.visitor) {
         ctx.record_click(
-            report,
             host,
             visited.code.as_deref(),
             &visited.group_id,

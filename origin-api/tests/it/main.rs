@@ -11,7 +11,6 @@ mod audit;
 mod auth;
 mod backup;
 mod cli;
-mod click_dimensions;
 mod concurrent_deletes;
 mod create_link;
 mod dashboard;
