@@ -1,6 +1,6 @@
 //! The blocklist of destination domains: a listed domain blocks itself and its subdomains.
 
-use crate::domain::{Hostname, LongUrl, Micros};
+use crate::domain::{Hostname, LongUrl, Micros, parent_domains};
 use crate::error::StoreError;
 use crate::outbox;
 use crate::pool::Db;
@@ -67,27 +67,4 @@ pub(crate) async fn check_fallback_in(
         )));
     }
     Ok(())
-}
-
-/// `a.b.example.com` → [`a.b.example.com`, `b.example.com`, `example.com`, `com`].
-pub(crate) fn parent_domains(host: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = host;
-    while !rest.is_empty() {
-        out.push(rest);
-        rest = rest.split_once('.').map(|(_, r)| r).unwrap_or_default();
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn parents() {
-        assert_eq!(
-            super::parent_domains("a.b.com"),
-            ["a.b.com", "b.com", "com"]
-        );
-        assert!(super::parent_domains("").is_empty());
-    }
 }

@@ -2,7 +2,7 @@
 //! PATCH changes ([`LinkOptionsPatch`]), how they are shown ([`SmartFields`]), their columns, the blocklist check
 //! of their URLs, and the group rule of `max_clicks` (it counts clicks, so the group must have analytics on).
 
-use crate::blocklist::parent_domains;
+use crate::domain::parent_domains;
 use crate::domain::{
     LinkPasswordHash, LinkRules, LongUrl, MaxClicks, PreviewText, RedirectStatus, rules_to_api,
 };

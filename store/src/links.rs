@@ -4,12 +4,12 @@
 //! run was chosen when the pools opened ([`LinkPath`]): SQLite's batched writer commits many creations at once,
 //! PostgreSQL one each.
 
-use crate::blocklist;
 use crate::creation::{
     Attempt, CreateLink, CreatedLink, Creator, Retry, Target, insert_link, record_created,
 };
 use crate::domain::{
-    LinkSort, ListQuery, MatchMode, Micros, ShortCode, generate_short_code, prefix_upper_bound,
+    LinkSort, ListQuery, MatchMode, Micros, ShortCode, generate_short_code, parent_domains,
+    prefix_upper_bound,
 };
 use crate::error::{Entity, StoreError};
 use crate::link_options::{INNER_COLUMNS, check_destinations, check_max_clicks_group};
@@ -311,7 +311,7 @@ impl Db {
     pub(crate) async fn resolve_target(&self, req: &CreateLink) -> Result<Target, StoreError> {
         // The destination's host and its parents, checked against the blocklist in the same
         // statement: $4, $5, …
-        let parents = blocklist::parent_domains(req.long_url.host());
+        let parents = parent_domains(req.long_url.host());
         let probes: Vec<String> = (4..4 + parents.len()).map(|i| format!("${i}")).collect();
         let sql = format!(
             "SELECT d.id, d.host, COALESCE( \

@@ -68,3 +68,26 @@ mod tests {
         assert!(Hostname::parse(&format!("{}.com", "a".repeat(64))).is_err());
     }
 }
+
+/// `a.b.example.com` → [`a.b.example.com`, `b.example.com`, `example.com`, `com`].
+pub(crate) fn parent_domains(host: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = host;
+    while !rest.is_empty() {
+        out.push(rest);
+        rest = rest.split_once('.').map(|(_, r)| r).unwrap_or_default();
+    }
+    out
+}
+
+#[cfg(test)]
+mod parent_tests {
+    #[test]
+    fn parents() {
+        assert_eq!(
+            super::parent_domains("a.b.com"),
+            ["a.b.com", "b.com", "com"]
+        );
+        assert!(super::parent_domains("").is_empty());
+    }
+}

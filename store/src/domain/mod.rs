@@ -20,6 +20,7 @@ pub use api_key::{ApiKey, ApiKeyHash, KeyFormatError};
 pub use click_batch_id::ClickBatchId;
 pub use day::{Day, MAX_DAY, MIN_DAY};
 pub use host::Hostname;
+pub(crate) use host::parent_domains;
 pub use list_query::{
     ExportFormat, LinkSort, ListParam, ListQuery, ListQueryError, MAX_Q_CHARS, MIN_Q_CHARS,
     MatchMode, PageQuery, prefix_upper_bound,
