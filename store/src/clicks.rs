@@ -106,6 +106,8 @@ struct Target {
     account_id: String,
     group_id: String,
     link_id: Option<String>,
+    /// The link's click limit (issue 25), if any.
+    max_clicks: Option<i64>,
 }
 
 /// The targets of a report's events, each looked up once.
@@ -150,7 +152,7 @@ impl Targets {
             let codes: Vec<&str> = codes.iter().copied().collect();
             for (list, binds) in in_lists(&codes, 2) {
                 let sql = format!(
-                    "SELECT id, account_id, group_id, short_code FROM links \
+                    "SELECT id, account_id, group_id, short_code, max_clicks FROM links \
                      WHERE domain_id = $1 AND short_code IN ({list})"
                 );
                 let mut q = sqlx::query(&sql).bind(&domain_id);
@@ -165,6 +167,7 @@ impl Targets {
                         account_id: r.try_get("account_id")?,
                         group_id: r.try_get("group_id")?,
                         link_id: Some(r.try_get("id")?),
+                        max_clicks: r.try_get("max_clicks")?,
                     });
                 }
             }
@@ -183,6 +186,7 @@ impl Targets {
                     account_id: r.try_get("account_id")?,
                     group_id: id,
                     link_id: None,
+                    max_clicks: None,
                 });
             }
         }
@@ -328,11 +332,12 @@ fn args<'a>((id, day, dimension, value): Key<'a>) -> Vec<Arg<'a>> {
     ]
 }
 
-/// Adds a report's clicks to its links' totals of all time (`links.clicks`, read by the list's `sort=clicks` and the
-/// export). Right after the raw events, before the counters: a link deletion locks the link row first too, so the
-/// lock order stays the module's (links, then counters). On PostgreSQL the rows are locked in id order first, so
-/// two reports touching the same links never wait on each other in a cycle; the update itself is one statement per
-/// chunk, `VALUES` rows joined by id (`column1`, `column2` on both engines).
+/// Adds a report's clicks to its links' totals of all time (`link_click_totals`, read by the list's `sort=clicks`,
+/// the export and the click limit). Right after the raw events, before the counters: a link deletion deletes the
+/// link row, then (cascading) its totals, then touches the counters, so the lock order stays the module's. On
+/// PostgreSQL the rows are locked in id order first, so two reports touching the same links never wait on each
+/// other in a cycle; the update itself is one statement per chunk, `VALUES` rows joined by id (`column1`,
+/// `column2` on both engines).
 async fn add_to_link_totals(
     conn: &mut AnyConnection,
     multi_row: MultiRow,
@@ -350,7 +355,8 @@ async fn add_to_link_totals(
         let ids: Vec<&str> = totals.iter().map(|(id, _)| *id).collect();
         for (placeholders, chunk) in in_lists(&ids, 1) {
             let sql = format!(
-                "SELECT id FROM links WHERE id IN ({placeholders}) ORDER BY id FOR NO KEY UPDATE"
+                "SELECT link_id FROM link_click_totals WHERE link_id IN ({placeholders}) \
+                 ORDER BY link_id FOR NO KEY UPDATE"
             );
             let mut q = sqlx::query(&sql);
             for id in chunk {
@@ -359,16 +365,15 @@ async fn add_to_link_totals(
             q.fetch_all(&mut *conn).await?;
         }
     }
+    let mut now: BTreeMap<String, i64> = BTreeMap::new();
     let mut rest = totals.as_slice();
-    // Links whose count reached their click limit with this report (issue 25's max_clicks).
-    let mut exhausted: Vec<String> = Vec::new();
     for n in multi_row.chunks(totals.len(), 2) {
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
         let sql = format!(
-            "UPDATE links SET clicks = links.clicks + v.column2 FROM (VALUES {}) AS v \
-             WHERE links.id = v.column1 \
-             RETURNING links.id AS id, links.clicks AS clicks, links.max_clicks AS max_clicks",
+            "UPDATE link_click_totals SET clicks = link_click_totals.clicks + v.column2 FROM (VALUES {}) AS v \
+             WHERE link_click_totals.link_id = v.column1 \
+             RETURNING link_click_totals.link_id AS id, link_click_totals.clicks AS clicks",
             multi_row.values(n, 2)
         );
         let mut q = sqlx::query(&sql);
@@ -376,21 +381,19 @@ async fn add_to_link_totals(
             q = q.bind(*id).bind(*n);
         }
         for row in q.fetch_all(&mut *conn).await? {
-            let Some(max) = row.try_get::<Option<i64>, _>("max_clicks")? else {
-                continue;
-            };
-            let id: String = row.try_get("id")?;
-            let now: i64 = row.try_get("clicks")?;
-            let added = chunk
-                .iter()
-                .find(|(link, _)| *link == id)
-                .map_or(0, |(_, n)| *n);
-            // Crossed now, not before: the record changes once, when the limit is reached.
-            if now >= max && now - added < max {
-                exhausted.push(id);
-            }
+            now.insert(row.try_get("id")?, row.try_get("clicks")?);
         }
     }
+    // Links at or past their click limit (issue 25's max_clicks, as read with the report's targets) after this
+    // report. Every report that finds a link there republishes it, not only the one that crossed: a limit lowered
+    // by a PATCH committed while this report ran is then still acted on by the next report, and past the limit the
+    // edge sends few clicks (those already in flight), so the republishing is bounded.
+    let exhausted: Vec<String> = targets
+        .iter()
+        .filter_map(|t| Some((t.link_id.as_ref()?, t.max_clicks?)))
+        .filter(|(id, max)| now.get(id.as_str()).is_some_and(|clicks| clicks >= max))
+        .map(|(id, _)| id.clone())
+        .collect();
     republish_exhausted(conn, &exhausted).await
 }
 

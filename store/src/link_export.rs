@@ -11,7 +11,9 @@
 use crate::domain::{ExportFormat, LinkSort, ListQuery};
 use crate::error::StoreError;
 use crate::link_options::INNER_COLUMNS;
-use crate::links::{Arg, CLICKS_TOTAL, Conditions, bind_all, conditions, short_code_bytes};
+use crate::links::{
+    Arg, JOIN_TOTALS, SortOrder, bind_all, conditions, short_code_bytes, sort_order,
+};
 use crate::listed::{LISTED_COLUMNS, ListedLink};
 use crate::pool::Db;
 use crate::webhooks::emit::is_postgres;
@@ -65,44 +67,26 @@ impl Db {
         let batch = batch.clamp(1, MAX_EXPORT_BATCH);
         let mut conn = self.read.acquire().await?;
         let postgres = is_postgres(&conn);
-        let Conditions {
-            sql: mut where_sql,
-            mut binds,
-            ..
-        } = conditions(query, postgres);
+        let mut conditions = conditions(query, postgres);
         if let Some(cursor) = after {
-            where_sql.push_str(" AND ");
-            where_sql.push_str(&seek(query.sort, postgres, cursor, &mut binds));
+            let after = seek(query.sort, postgres, cursor, &mut conditions.binds);
+            conditions.sql.push_str(" AND ");
+            conditions.sql.push_str(&after);
         }
-        let code = short_code_bytes(postgres);
-        let (inner, outer) = match query.sort {
-            LinkSort::Newest => (
-                "l.created_at DESC, l.id DESC".to_owned(),
-                "l.created_at DESC, l.id DESC".to_owned(),
-            ),
-            LinkSort::Oldest => (
-                "l.created_at ASC, l.id ASC".to_owned(),
-                "l.created_at ASC, l.id ASC".to_owned(),
-            ),
-            LinkSort::ShortCode => {
-                let o = format!("{code} ASC, l.created_at DESC, l.id DESC");
-                (o.clone(), o)
-            }
-            LinkSort::Clicks => (
-                "clicks DESC, l.created_at DESC, l.id DESC".to_owned(),
-                "l.clicks DESC, l.created_at DESC, l.id DESC".to_owned(),
-            ),
-        };
+        let SortOrder { inner, outer } = sort_order(query.sort, postgres);
+        // Along the account's index in the export's order, which each batch's cursor seeks into.
+        let source = conditions.scan(query.sort);
+        let binds = conditions.binds;
         let lim = binds.len() + 2;
-        // The batch is chosen on the links table alone (its account indexes), then joined to its domains,
-        // groups and tags.
+        // The batch is chosen on the account's index in the export's order alone, then joined to its domains,
+        // groups, totals and tags.
         let sql = format!(
-            "SELECT {LISTED_COLUMNS}, g.name AS group_name, l.clicks \
+            "SELECT {LISTED_COLUMNS}, g.name AS group_name, ct.clicks \
              FROM (SELECT l.id, l.short_code, l.long_url, l.domain_id, l.group_id, l.is_active, l.created_at, \
-                          l.expires_at, l.forward_query, l.title, {INNER_COLUMNS}, {CLICKS_TOTAL} AS clicks \
-                   FROM links l \
-                   WHERE l.account_id = $1{where_sql} ORDER BY {inner} LIMIT ${lim}) l \
-             JOIN domains d ON d.id = l.domain_id JOIN groups g ON g.id = l.group_id ORDER BY {outer}"
+                          l.expires_at, l.forward_query, l.title, {INNER_COLUMNS} \
+                   FROM {source} ORDER BY {inner} LIMIT ${lim}) l \
+             JOIN domains d ON d.id = l.domain_id JOIN groups g ON g.id = l.group_id {JOIN_TOTALS} \
+             ORDER BY {outer}"
         );
         let rows = bind_all(&sql, account_id, &binds)
             .bind(i64::from(batch))
@@ -200,7 +184,7 @@ fn seek(sort: LinkSort, postgres: bool, cursor: &ExportCursor, binds: &mut Vec<A
         }
         LinkSort::Clicks => {
             let n = bind(Arg::Int(cursor.clicks));
-            format!("({CLICKS_TOTAL}, l.created_at, l.id) < ({n}, {created}, {id})")
+            format!("(ct.clicks, ct.created_at, ct.link_id) < ({n}, {created}, {id})")
         }
     }
 }

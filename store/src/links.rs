@@ -166,44 +166,66 @@ impl Conditions {
                 tag_id_of(first)
             )
         } else {
-            format!("SELECT COUNT(*) AS n FROM {}", self.tag_driven(first))
+            format!(
+                "SELECT COUNT(*) AS n FROM {}",
+                self.tag_driven(first, false)
+            )
         }
     }
 
     /// `FROM` and `WHERE` of the links matching every condition, read from the first tag's rows in `link_tags`
     /// outwards: `links` is looked up by id for each of the tag's links. CROSS JOIN keeps SQLite's loop order.
-    fn tag_driven(&self, first_tag: &str) -> String {
+    /// `by_clicks` joins each link's totals as `ct` (the order reads them).
+    fn tag_driven(&self, first_tag: &str, by_clicks: bool) -> String {
+        let (totals, on_totals) = if by_clicks {
+            (" CROSS JOIN link_click_totals ct", " AND ct.link_id = l.id")
+        } else {
+            ("", "")
+        };
         format!(
-            "link_tags lt0 CROSS JOIN links l WHERE lt0.tag_id = {} AND l.id = lt0.link_id \
+            "link_tags lt0 CROSS JOIN links l{totals} WHERE lt0.tag_id = {} AND l.id = lt0.link_id{on_totals} \
              AND l.account_id = $1{}",
             tag_id_of(first_tag),
             self.sql
         )
     }
 
-    /// `FROM` and `WHERE` of a page of `limit` matches after `offset`, of `total` matches among `account_links`.
-    /// With a tag, the plan is chosen here rather than left to the engine, whose estimate of a tag's share is a
-    /// guess: reading the account's index in the page's order finds a match every `account_links / total`
-    /// entries, so the page costs about `(offset + limit) × account_links / total` probes; reading the tag's
-    /// links costs `total` lookups and a sort. At a million links, a tag on 1 % of them: 2,000 probes against
-    /// 10,000 lookups; a tag on 10 links: 10 lookups against the whole index.
+    /// `FROM` and `WHERE` of every match read along the account's index in the order of `sort`: `links` by
+    /// account, or, for `sort=clicks`, the totals' own index (`ct`, migration 0018) with each link looked up by id.
+    pub(crate) fn scan(&self, sort: LinkSort) -> String {
+        if sort == LinkSort::Clicks {
+            format!(
+                "link_click_totals ct CROSS JOIN links l WHERE ct.account_id = $1 AND l.id = ct.link_id{}",
+                self.sql
+            )
+        } else {
+            format!("links l WHERE l.account_id = $1{}", self.sql)
+        }
+    }
+
+    /// `FROM` and `WHERE` of a page of `limit` matches after `offset` in the order of `sort`, of `total` matches
+    /// among `account_links`. With a tag, the plan is chosen here rather than left to the engine, whose estimate
+    /// of a tag's share is a guess: reading the account's index in the page's order finds a match every
+    /// `account_links / total` entries, so the page costs about `(offset + limit) × account_links / total`
+    /// probes; reading the tag's links costs `total` lookups and a sort. At a million links, a tag on 1 % of
+    /// them: 2,000 probes against 10,000 lookups; a tag on 10 links: 10 lookups against the whole index.
     pub(crate) fn page_source(
         &self,
+        sort: LinkSort,
         total: i64,
         account_links: i64,
         offset: u64,
         limit: u32,
     ) -> String {
-        let scan = format!("links l WHERE l.account_id = $1{}", self.sql);
         let Some(first) = self.tag_params.first() else {
-            return scan;
+            return self.scan(sort);
         };
         let wanted = offset.saturating_add(u64::from(limit)) as f64;
         let probes = wanted * account_links.max(1) as f64 / total.max(1) as f64;
         if (total as f64) < probes {
-            self.tag_driven(first)
+            self.tag_driven(first, sort == LinkSort::Clicks)
         } else {
-            scan
+            self.scan(sort)
         }
     }
 }
@@ -213,36 +235,38 @@ fn tag_id_of(p: &str) -> String {
     format!("(SELECT id FROM tags WHERE account_id = $1 AND name_key = {p})")
 }
 
-/// A link's clicks of all time, as an expression over `links l`: the total the click ingestion keeps with the day
-/// counters (migration 0014).
-pub(crate) const CLICKS_TOTAL: &str = "l.clicks";
-
-/// How a list query's `sort` orders `links l`.
+/// How a list query's `sort` orders its rows: the inner query pages `links l` (and, for `sort=clicks`, the
+/// totals `ct` it is read from, [`Conditions::scan`]); the outer one orders the page again after its joins, with
+/// each link's totals joined as `ct`.
 pub(crate) struct SortOrder {
-    /// Columns the order needs beyond the link's own (`, … AS clicks`), or empty.
-    pub(crate) extra: String,
-    /// The `ORDER BY` list, over `l`.
-    pub(crate) order: String,
+    /// The inner query's `ORDER BY` list, over `l` (and `ct`).
+    pub(crate) inner: String,
+    /// The outer query's `ORDER BY` list, over the inner query as `l` and the totals as `ct`.
+    pub(crate) outer: String,
 }
 
 /// The order of `sort`; ties are broken newest first, then by id, so the order is total.
 pub(crate) fn sort_order(sort: LinkSort, postgres: bool) -> SortOrder {
     // Byte order for short codes on both engines, whatever PostgreSQL's collation.
     let code = short_code_bytes(postgres);
-    let (extra, order) = match sort {
-        LinkSort::Newest => (String::new(), "l.created_at DESC, l.id DESC".to_owned()),
-        LinkSort::Oldest => (String::new(), "l.created_at ASC, l.id ASC".to_owned()),
-        LinkSort::ShortCode => (
-            String::new(),
-            format!("{code} ASC, l.created_at DESC, l.id DESC"),
-        ),
-        LinkSort::Clicks => (
-            format!(", {CLICKS_TOTAL} AS clicks"),
-            "l.clicks DESC, l.created_at DESC, l.id DESC".to_owned(),
-        ),
+    let same = |o: String| SortOrder {
+        inner: o.clone(),
+        outer: o,
     };
-    SortOrder { extra, order }
+    match sort {
+        LinkSort::Newest => same("l.created_at DESC, l.id DESC".to_owned()),
+        LinkSort::Oldest => same("l.created_at ASC, l.id ASC".to_owned()),
+        LinkSort::ShortCode => same(format!("{code} ASC, l.created_at DESC, l.id DESC")),
+        // The totals' copies of the link's keys, so that the engine reads their index in order.
+        LinkSort::Clicks => SortOrder {
+            inner: "ct.clicks DESC, ct.created_at DESC, ct.link_id DESC".to_owned(),
+            outer: "ct.clicks DESC, l.created_at DESC, l.id DESC".to_owned(),
+        },
+    }
 }
+
+/// The join of each listed link's totals, as `ct`, in an outer query over `l`.
+pub(crate) const JOIN_TOTALS: &str = "JOIN link_click_totals ct ON ct.link_id = l.id";
 
 /// `l.short_code` compared byte by byte on both engines.
 pub(crate) fn short_code_bytes(postgres: bool) -> &'static str {
@@ -423,19 +447,18 @@ impl Db {
         } else {
             account_links
         };
-        let source = conditions.page_source(total, account_links, query.offset, query.limit);
+        let source =
+            conditions.page_source(query.sort, total, account_links, query.offset, query.limit);
         let binds = conditions.binds;
-        let SortOrder { extra, order } = sort_order(query.sort, postgres);
-        // The inner query orders by the column alias where the outer one reads it from `l`.
-        let inner_order = order.replace("l.clicks", "clicks");
+        let SortOrder { inner, outer } = sort_order(query.sort, postgres);
         let lim = binds.len() + 2;
         // Page the narrow index first, then join the few rows that survive the offset.
         let sql = format!(
             "SELECT {LISTED_COLUMNS} \
              FROM (SELECT l.id, l.short_code, l.long_url, l.domain_id, l.group_id, l.is_active, l.created_at, \
-                          l.expires_at, l.forward_query, l.title, {INNER_COLUMNS}{extra} FROM {source} \
-                   ORDER BY {inner_order} LIMIT ${lim} OFFSET ${}) l \
-             JOIN domains d ON d.id = l.domain_id ORDER BY {order}",
+                          l.expires_at, l.forward_query, l.title, {INNER_COLUMNS} FROM {source} \
+                   ORDER BY {inner} LIMIT ${lim} OFFSET ${}) l \
+             JOIN domains d ON d.id = l.domain_id {JOIN_TOTALS} ORDER BY {outer}",
             lim + 1
         );
         let rows = bind_all(&sql, account_id, &binds)

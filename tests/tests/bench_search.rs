@@ -42,10 +42,12 @@ fn seed(db: &Database, account: &Account, n: u64) {
             "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {n}), \
                   n(i, url) AS (SELECT i, CASE WHEN i % 1000 = 0 THEN printf('https://example.com/needle/%d', i) \
                                               ELSE printf('https://example.com/page/%d', i) END FROM s) \
-             INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, created_at, search_text, clicks) \
+             INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, created_at, search_text) \
              SELECT printf('00000000-0000-4000-8000-%012d', i), '{acc}', '{group}', '{domain}', printf('b%07d', i), \
-                    url, 1700000000000000 + i, printf('b%07d', i) || char(10) || url || char(10), (i * 7919) % 10000 \
+                    url, 1700000000000000 + i, printf('b%07d', i) || char(10) || url || char(10) \
              FROM n; \
+             UPDATE link_click_totals SET clicks = (CAST(substr(link_id, 25) AS INTEGER) * 7919) % 10000 \
+             WHERE account_id = '{acc}'; \
              UPDATE accounts SET link_count = link_count + {n} WHERE id = '{acc}'; \
              INSERT INTO tags (id, account_id, name, name_key, created_at) VALUES ('{tag_id}', '{acc}', 'hot', 'hot', 0); \
              INSERT INTO link_tags (link_id, tag_id) SELECT id, '{tag_id}' FROM links \
@@ -53,13 +55,15 @@ fn seed(db: &Database, account: &Account, n: u64) {
              ANALYZE;"
         ),
         Engine::Postgres => format!(
-            "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, created_at, search_text, clicks) \
+            "INSERT INTO links (id, account_id, group_id, domain_id, short_code, long_url, created_at, search_text) \
              SELECT '00000000-0000-4000-8000-' || lpad(i::text, 12, '0'), '{acc}', '{group}', '{domain}', \
                     'b' || lpad(i::text, 7, '0'), u, 1700000000000000 + i, \
-                    'b' || lpad(i::text, 7, '0') || E'\\n' || u || E'\\n', (i::bigint * 7919) % 10000 \
+                    'b' || lpad(i::text, 7, '0') || E'\\n' || u || E'\\n' \
              FROM (SELECT i, CASE WHEN i % 1000 = 0 THEN 'https://example.com/needle/' || i \
                                   ELSE 'https://example.com/page/' || i END AS u \
                    FROM generate_series(1, {n}) AS i) s; \
+             UPDATE link_click_totals SET clicks = (substr(link_id, 25)::bigint * 7919) % 10000 \
+             WHERE account_id = '{acc}'; \
              UPDATE accounts SET link_count = link_count + {n} WHERE id = '{acc}'; \
              INSERT INTO tags (id, account_id, name, name_key, created_at) VALUES ('{tag_id}', '{acc}', 'hot', 'hot', 0); \
              INSERT INTO link_tags (link_id, tag_id) SELECT id, '{tag_id}' FROM links \

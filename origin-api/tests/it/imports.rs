@@ -168,6 +168,21 @@ async fn round_trip(engine: Engine) {
         .send(Method::GET, &b.key, &format!("{LINKS}?limit=100"), None)
         .await;
     assert_eq!(listed["total"], 6);
+    // Imported links have their click totals (migration 0018's trigger): sort=clicks, read from the totals' index,
+    // lists every one of them.
+    let (_, by_clicks) = app
+        .send(
+            Method::GET,
+            &b.key,
+            &format!("{LINKS}?limit=100&sort=clicks"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        by_clicks["results"].as_array().map(Vec::len),
+        Some(6),
+        "{by_clicks}"
+    );
     app.stop().await;
 }
 
