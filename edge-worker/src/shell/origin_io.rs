@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use futures_util::future::{Either, select};
 use wasm_bindgen::{JsCast, JsValue};
-use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::web_sys;
+use worker::{AbortController, Delay, Headers};
 
 use super::emit;
 use crate::analytics::{self, ClickBuffer, ClickEvent};
@@ -29,7 +31,7 @@ pub(super) fn buffer_click(event: ClickEvent) {
 /// `ORIGIN_SECRET` shows up here as status 401).
 pub(super) async fn link_from_origin(origin: &Origin, host: &str, code: &str) -> Lookup {
     let answer = origin_call(
-        Method::Get,
+        "GET",
         &origin.link_url(host, code),
         origin,
         None,
@@ -93,7 +95,7 @@ fn random_uuid() -> Option<String> {
 /// Posts a click report (the body of a [`kv_model::ClickBatch`]): the origin's status, or why there was none.
 pub(super) async fn post_clicks(origin: &Origin, body: String) -> Result<u16, Failure> {
     origin_call(
-        Method::Post,
+        "POST",
         &origin.clicks_url(),
         origin,
         Some(body),
@@ -106,8 +108,15 @@ pub(super) async fn post_clicks(origin: &Origin, body: String) -> Result<u16, Fa
 /// One call to the origin's internal API: status and body, or why there was none ([`Failure::Request`],
 /// [`Failure::Transport`], or [`Failure::Timeout`] after `timeout_ms`, when the request is aborted). Never an
 /// error page: callers fall back (or keep the clicks) and log the failure.
+///
+/// Written against `web_sys` rather than workers-rs's `Request`/`RequestInit`/`Fetch`/`Response`: their
+/// conversions bring in code this call never runs (the `cf` request properties' serialization through
+/// serde-wasm-bindgen, the response body's stream adapters), about 20 KB of wasm that every isolate compiles.
+/// The request is the one workers-rs built: `new Request(url, {method, headers, body, redirect: "follow"})`
+/// (a URL the runtime refuses is [`Failure::Request`]), then `fetch(request, {signal})`; the body is read as
+/// bytes and must be UTF-8, as workers-rs's `text()` required ([`Failure::Transport`] otherwise).
 async fn origin_call(
-    method: Method,
+    method: &str,
     url: &str,
     origin: &Origin,
     body: Option<String>,
@@ -117,24 +126,37 @@ async fn origin_call(
     headers
         .set("Authorization", &origin.authorization())
         .map_err(|_| Failure::Request)?;
-    let mut init = RequestInit::new();
+    let init = web_sys::RequestInit::new();
     if let Some(body) = body {
         headers
             .set("Content-Type", "application/json")
             .map_err(|_| Failure::Request)?;
-        init.with_body(Some(JsValue::from_str(&body)));
+        init.set_body(&JsValue::from_str(&body));
     }
-    init.with_method(method).with_headers(headers);
-    let request = Request::new_with_init(url, &init).map_err(|_| Failure::Request)?;
+    init.set_method(method);
+    init.set_headers(headers.as_ref());
+    init.set_redirect(web_sys::RequestRedirect::Follow);
+    let request =
+        web_sys::Request::new_with_str_and_init(url, &init).map_err(|_| Failure::Request)?;
     let controller = AbortController::default();
     let signal = controller.signal();
     let call = Box::pin(async {
-        let mut response = Fetch::Request(request)
-            .send_with_signal(&signal)
-            .await
+        let with_signal = web_sys::RequestInit::new();
+        with_signal.set_signal(Some(&signal));
+        let global: web_sys::WorkerGlobalScope = js_sys::global().unchecked_into();
+        let response: web_sys::Response =
+            JsFuture::from(global.fetch_with_request_and_init(&request, &with_signal))
+                .await
+                .and_then(JsValue::dyn_into)
+                .map_err(|_| Failure::Transport)?;
+        let status = response.status();
+        let bytes = match response.array_buffer() {
+            Ok(promise) => JsFuture::from(promise).await,
+            Err(e) => Err(e),
+        }
+        .map_err(|_| Failure::Transport)?;
+        let text = String::from_utf8(js_sys::Uint8Array::new(&bytes).to_vec())
             .map_err(|_| Failure::Transport)?;
-        let status = response.status_code();
-        let text = response.text().await.map_err(|_| Failure::Transport)?;
         Ok((status, text))
     });
     let timer = Box::pin(Delay::from(Duration::from_millis(timeout_ms)));
