@@ -3,6 +3,12 @@
 -- HOT update on PostgreSQL and wrote a new entry into every index of `links`, the trigram GIN of `q` included:
 -- click ingestion fell from 25,000 to 6,690 events/s (BENCHMARKS.md, "Click ingestion"). Here an update writes
 -- this table's two indexes only.
+
+-- No link may be created, and no click added to `links.clicks`, between the copy below and the trigger's
+-- creation: origins still running while the migration runs wait here until it commits (then the old binaries'
+-- statements on `links.clicks` fail, and the worker retries their click reports; README, "Running the origin", upgrades).
+LOCK TABLE links IN SHARE ROW EXCLUSIVE MODE;
+
 CREATE TABLE link_click_totals (
     link_id    TEXT   PRIMARY KEY REFERENCES links (id) ON DELETE CASCADE,
     -- Copies of the link's (never changed), so that sort=clicks pages this table's index alone.

@@ -81,7 +81,7 @@ impl Db {
         // The batch is chosen on the account's index in the export's order alone, then joined to its domains,
         // groups, totals and tags.
         let sql = format!(
-            "SELECT {LISTED_COLUMNS}, g.name AS group_name, ct.clicks \
+            "SELECT {LISTED_COLUMNS}, g.name AS group_name, COALESCE(ct.clicks, 0) AS clicks \
              FROM (SELECT l.id, l.short_code, l.long_url, l.domain_id, l.group_id, l.is_active, l.created_at, \
                           l.expires_at, l.forward_query, l.title, {INNER_COLUMNS} \
                    FROM {source} ORDER BY {inner} LIMIT ${lim}) l \

@@ -265,8 +265,9 @@ pub(crate) fn sort_order(sort: LinkSort, postgres: bool) -> SortOrder {
     }
 }
 
-/// The join of each listed link's totals, as `ct`, in an outer query over `l`.
-pub(crate) const JOIN_TOTALS: &str = "JOIN link_click_totals ct ON ct.link_id = l.id";
+/// The join of each listed link's totals, as `ct`, in an outer query over `l`. Outer: every link has its row (the
+/// trigger of migration 0018), but a link must never vanish from a list for want of it.
+pub(crate) const JOIN_TOTALS: &str = "LEFT JOIN link_click_totals ct ON ct.link_id = l.id";
 
 /// `l.short_code` compared byte by byte on both engines.
 pub(crate) fn short_code_bytes(postgres: bool) -> &'static str {

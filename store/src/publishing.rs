@@ -228,10 +228,10 @@ impl Db {
         // A disabled account's links stop at the edge as if paused.
         let row = sqlx::query(
             "SELECT l.long_url, l.group_id, l.is_active, l.expires_at, l.forward_query, a.disabled, \
-             g.settings AS group_settings, ct.clicks, l.rules, l.ios_url, l.android_url, l.password_hash, \
+             g.settings AS group_settings, COALESCE(ct.clicks, 0) AS clicks, l.rules, l.ios_url, l.android_url, l.password_hash, \
              l.expired_url, l.max_clicks, l.redirect_status, l.og_title, l.og_description, l.og_image \
              FROM links l JOIN domains d ON d.id = l.domain_id JOIN accounts a ON a.id = l.account_id \
-             JOIN groups g ON g.id = l.group_id JOIN link_click_totals ct ON ct.link_id = l.id \
+             JOIN groups g ON g.id = l.group_id LEFT JOIN link_click_totals ct ON ct.link_id = l.id \
              WHERE d.host = $1 AND l.short_code = $2",
         )
         .bind(host.to_ascii_lowercase())
