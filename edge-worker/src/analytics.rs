@@ -264,7 +264,11 @@ mod tests {
     }
 
     fn decision(outcome: Outcome, analytics: bool) -> Decision {
-        Decision { outcome, analytics }
+        Decision {
+            outcome,
+            analytics,
+            status: 302,
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use shared_crypto::{Blocklist, GroupKey, Payload, TokenCipher, TokenError, extra
 
 use crate::bounded::BoundedMap;
 use crate::forward_query::forward_query;
+use crate::smart;
 use crate::visitor::{Visitor, country_allowed};
 
 /// Longest interstitial countdown honoured, whatever the group says: visitors should not wait minutes.
@@ -230,7 +231,11 @@ pub struct Decision {
     /// Where the request ends.
     pub outcome: Outcome,
     /// The group's `analytics.enabled`; [`crate::analytics::counts`] decides from it whether a click is recorded.
+    /// False for an expired link's `expired_url`: a visit to an expired link is not a click of it.
     pub analytics: bool,
+    /// The redirect's status for [`Outcome::Destination`]: the link's `redirect_status` (persistent links), else
+    /// 302.
+    pub status: u16,
 }
 
 impl Decision {
@@ -238,6 +243,7 @@ impl Decision {
         Decision {
             outcome: Outcome::Fallback(reason),
             analytics: false,
+            status: 302,
         }
     }
 }
@@ -256,6 +262,8 @@ impl Decision {
 /// blocked after its links were created must stop being a destination at once, without waiting for every link to
 /// it to be paused. `blocklist` is `None` when it could not be read and the isolate never read one: the origin
 /// checked the destination against the blocklist when the link was created or edited, so the link redirects.
+/// `query` is the visitor's query string (without `?`), given when the link forwards it or its rules may read it;
+/// it is appended to the destination only when the link forwards it.
 pub fn decide_persistent<B: Blocklist + ?Sized>(
     link: Option<&LinkRecord>,
     group: LinkGroup<'_>,
@@ -271,9 +279,11 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
         return Decision::fallback(FallbackReason::Paused);
     }
     if link.expired(now_ms) {
-        return Decision::fallback(FallbackReason::Expired);
+        return expired(link, blocklist);
     }
-    let Some(destination) = location(&link.long_url) else {
+    // The link's rules choose among its destinations (issue 25); every check below applies to the one chosen.
+    let chosen = smart::destination(link, visitor, query, now_ms);
+    let Some(destination) = location(chosen) else {
         return Decision::fallback(FallbackReason::BadDestination);
     };
     // The host as the dynamic path reads it (shared-crypto), matched as the dynamic path matches it.
@@ -293,7 +303,23 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
         Some(query) if link.forward_query => forward_query(&destination, query),
         _ => destination,
     };
-    apply_group_rules(destination, group, visitor, blocklist)
+    let mut decision = apply_group_rules(destination, group, visitor, blocklist);
+    decision.status = smart::redirect_status(link);
+    decision
+}
+
+/// An expired link (its `expires_at` passed, or its click limit reached): its `expired_url` when usable (an
+/// `http(s)` URL whose host is not on the blocklist, checked now as every destination is), else the domain's
+/// fallback. Not through the group's rules, as a fallback is not, and never counted as a click of the link.
+fn expired<B: Blocklist + ?Sized>(link: &LinkRecord, blocklist: Option<&B>) -> Decision {
+    match usable_fallback(link.expired_url.as_deref(), blocklist) {
+        Some(url) => Decision {
+            outcome: Outcome::Destination(url),
+            analytics: false,
+            status: 302,
+        },
+        None => Decision::fallback(FallbackReason::Expired),
+    }
 }
 
 /// `GET /e/<group_id>?signature=<token>`, in spec 4.5's order: an enabled domain, the token decrypted with the
@@ -370,6 +396,7 @@ fn apply_group_rules<B: Blocklist + ?Sized>(
         return Decision {
             outcome: Outcome::Destination(destination),
             analytics: false,
+            status: 302,
         };
     };
     let access = &settings.access;
@@ -395,6 +422,7 @@ fn apply_group_rules<B: Blocklist + ?Sized>(
     Decision {
         outcome,
         analytics: settings.analytics.enabled,
+        status: 302,
     }
 }
 
@@ -534,6 +562,101 @@ mod tests {
             query,
             NOW_MS,
         )
+    }
+
+    /// A link whose rules send German speakers elsewhere, and one rule to a blocked host.
+    fn smart_link() -> LinkRecord {
+        let mut link = LinkRecord::new("https://dest.example/", "g", true);
+        link.rules = vec![
+            link_rules::Rule {
+                when: link_rules::Conditions {
+                    language: vec!["de".into()],
+                    ..link_rules::Conditions::default()
+                },
+                to: "https://de.example/".into(),
+            },
+            link_rules::Rule {
+                when: link_rules::Conditions {
+                    country: vec!["FR".into()],
+                    ..link_rules::Conditions::default()
+                },
+                to: "https://evil.example/fr".into(),
+            },
+        ];
+        link.redirect_status = Some(308);
+        link
+    }
+
+    #[test]
+    fn smart_links_rules_status_and_checks() {
+        let link = smart_link();
+        let german = human("US").with_accept_language(Some("de-DE,de;q=0.9"));
+        let d = persistent(&link, Some(&rules()), &german, Some("x=1"));
+        assert_eq!(
+            d.outcome,
+            Outcome::Destination("https://de.example/?x=1".into())
+        );
+        assert_eq!((d.status, d.analytics), (308, true), "counted as any click");
+        // The chosen destination is checked against the blocklist like any other.
+        assert_eq!(
+            persistent(&link, Some(&rules()), &human("FR"), None).outcome,
+            Outcome::Fallback(FallbackReason::BlockedDestination)
+        );
+        // The group's access rules come first: a blocked visitor never reaches a link rule.
+        let blocked = human("RU").with_accept_language(Some("de"));
+        assert_eq!(
+            persistent(&link, Some(&rules()), &blocked, None).outcome,
+            Outcome::Blocked {
+                access_fallback: Some("https://example.com/blocked".into())
+            }
+        );
+        // Nobody matching: the link's own destination, with its status.
+        let d = persistent(&link, None, &human("US"), None);
+        assert_eq!(
+            (d.outcome, d.status),
+            (Outcome::Destination("https://dest.example/".into()), 308)
+        );
+        // Fallbacks stay 302s.
+        let mut paused = smart_link();
+        paused.is_active = false;
+        assert_eq!(persistent(&paused, None, &german, None).status, 302);
+    }
+
+    #[test]
+    fn expired_links_go_to_their_expired_url() {
+        let mut link = smart_link();
+        link.expires_at = Some(NOW_MS);
+        link.expired_url = Some("https://sold-out.example/page".into());
+        let d = persistent(&link, Some(&rules()), &human("US"), Some("x=1"));
+        assert_eq!(
+            d.outcome,
+            Outcome::Destination("https://sold-out.example/page".into()),
+            "no query forwarded, no rule applied"
+        );
+        assert_eq!(
+            (d.status, d.analytics),
+            (302, false),
+            "a temporary redirect, not a click"
+        );
+        // Published as expired by its click limit (expires_at 0): the same.
+        link.expires_at = Some(0);
+        assert_eq!(
+            persistent(&link, None, &human("US"), None).outcome,
+            Outcome::Destination("https://sold-out.example/page".into())
+        );
+        // A blocked or unusable expired_url: the domain's fallback, as without one.
+        for bad in ["https://evil.example/x", "javascript:alert(1)"] {
+            link.expired_url = Some(bad.into());
+            assert_eq!(
+                persistent(&link, None, &human("US"), None).outcome,
+                Outcome::Fallback(FallbackReason::Expired)
+            );
+        }
+        link.expired_url = None;
+        assert_eq!(
+            persistent(&link, None, &human("US"), None).outcome,
+            Outcome::Fallback(FallbackReason::Expired)
+        );
     }
 
     #[test]

@@ -16,8 +16,8 @@ pub const X_ROBOTS_TAG: &str = "noindex, nofollow";
 /// What a request ends with, fallback URLs resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Page {
-    /// `302` to a link's destination.
-    Destination(String),
+    /// A redirect to a link's destination, with its status (302 unless the link chose 301, 307 or 308).
+    Destination(String, u16),
     /// `302` to a fallback (the domain's, the group's access fallback or the default).
     Fallback(String),
     /// `200` with the monetization interstitial.
@@ -68,7 +68,7 @@ impl Reply {
 
 /// The response for a page. `HEAD` requests get the same status and headers with no body.
 pub fn reply(page: &Page, head: bool) -> Reply {
-    let redirect = |location: &str, noindex: bool| {
+    let redirect = |location: &str, status: u16, noindex: bool| {
         let mut headers = vec![
             ("Location", location.to_owned()),
             ("Cache-Control", CACHE_CONTROL.into()),
@@ -77,9 +77,10 @@ pub fn reply(page: &Page, head: bool) -> Reply {
         if noindex {
             headers.push(("X-Robots-Tag", X_ROBOTS_TAG.into()));
         }
-        // 302, never 301: a permanent redirect would be cached by browsers and outlive a paused link.
+        // 302 unless the link's owner chose otherwise (issue 25's `redirect_status`): a permanent redirect would be
+        // cached by browsers and outlive a paused link, which is theirs to accept, never the default.
         Reply {
-            status: 302,
+            status,
             headers,
             body: String::new(),
         }
@@ -98,8 +99,8 @@ pub fn reply(page: &Page, head: bool) -> Reply {
         }
     };
     match page {
-        Page::Destination(location) => redirect(location, false),
-        Page::Fallback(location) => redirect(location, true),
+        Page::Destination(location, status) => redirect(location, *status, false),
+        Page::Fallback(location) => redirect(location, 302, true),
         Page::Interstitial {
             destination,
             seconds,
@@ -138,7 +139,7 @@ mod tests {
 
     #[test]
     fn redirects_are_302_and_private() {
-        let r = reply(&Page::Destination("https://d.example/".into()), false);
+        let r = reply(&Page::Destination("https://d.example/".into(), 302), false);
         assert_eq!(r.status, 302);
         assert_eq!(r.header("location"), Some("https://d.example/"));
         assert_eq!(r.header("cache-control"), Some(CACHE_CONTROL));
@@ -149,7 +150,7 @@ mod tests {
         // The edge's fast path keeps one `init` per destination for GET and HEAD alike (shell/fast.rs).
         assert_eq!(
             r,
-            reply(&Page::Destination("https://d.example/".into()), true)
+            reply(&Page::Destination("https://d.example/".into(), 302), true)
         );
 
         let f = reply(&Page::Fallback("https://f.example/".into()), false);

@@ -15,7 +15,13 @@ pub struct Visitor {
     pub bot_score: Option<u8>,
     /// `request.cf.botManagement.verifiedBot`: a known good bot (search engines, link previews) is still a bot.
     pub verified_bot: bool,
+    /// The `Accept-Language` header, at most [`MAX_ACCEPT_LANGUAGE`] bytes; read only for a link whose rules may
+    /// look at the language (empty otherwise, and when missing).
+    pub accept_language: String,
 }
+
+/// Longest `Accept-Language` kept: browsers send under 100 bytes; the first preference is all the rules read.
+pub const MAX_ACCEPT_LANGUAGE: usize = 256;
 
 impl Visitor {
     /// Builds the visitor facts from the raw request values; `cf_country` wins over the header.
@@ -36,7 +42,19 @@ impl Visitor {
                 .filter(|s| (1.0..=99.0).contains(s))
                 .map(|s| s as u8),
             verified_bot,
+            accept_language: String::new(),
         }
+    }
+
+    /// The visitor with its `Accept-Language` (cut at [`MAX_ACCEPT_LANGUAGE`] bytes, at a character boundary).
+    pub fn with_accept_language(mut self, header: Option<&str>) -> Self {
+        let header = header.unwrap_or_default();
+        let mut end = header.len().min(MAX_ACCEPT_LANGUAGE);
+        while !header.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.accept_language = header[..end].to_owned();
+        self
     }
 
     /// Whether the visitor is a bot: a verified bot, a low Cloudflare bot score, or a bot-like User-Agent.

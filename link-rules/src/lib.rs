@@ -23,6 +23,7 @@ extern crate alloc;
 
 mod eval;
 mod password;
+mod user_agent;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use eval::{Visitor, first_match, primary_language};
 pub use password::{MAX_ITERATIONS, PASSWORD_HASH_SCHEME, PasswordHash};
+pub use user_agent::os_of;
 
 /// Most rules a link may have (its `ios_url` and `android_url` come on top, as two more leading rules).
 pub const MAX_RULES: usize = 20;

@@ -927,3 +927,206 @@ async fn a_first_visit_uses_the_links_copy_of_its_groups_settings_then_the_group
         .await
         .assert_destination("https://dest.example/also");
 }
+
+/// Smart links (issue 25) at the edge: each rule condition alone and combined, rule order, the redirect's status,
+/// an expired link's `expired_url`, and the blocklist on whatever a rule chose. Kept answers never carry one
+/// visitor's destination to another: the same URL alternates between visitors, several times each.
+#[tokio::test]
+async fn smart_links_route_each_visitor() {
+    use link_rules::{Conditions, Device, Os, Rule};
+    const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 \
+                          (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
+    const PIXEL: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) \
+                         Chrome/131.0.6778.81 Mobile Safari/537.36";
+    const MAC: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) \
+                       Version/18.1 Safari/605.1.15";
+    let rule = |when: Conditions, to: &str| Rule {
+        when,
+        to: to.to_owned(),
+    };
+    let now_ms = i64::try_from(now().as_millis()).expect("milliseconds fit");
+    let w = seeded().await;
+    w.sync(
+        vec![
+            (
+                format!("link:{HOST}:apps"),
+                link_with("https://dest.example/app", |l| {
+                    l.rules = vec![
+                        rule(
+                            Conditions {
+                                os: vec![Os::Ios],
+                                ..Conditions::default()
+                            },
+                            "https://apps.apple.com/app/id1",
+                        ),
+                        rule(
+                            Conditions {
+                                os: vec![Os::Android],
+                                ..Conditions::default()
+                            },
+                            "https://play.google.com/store/apps/details?id=x",
+                        ),
+                    ];
+                    l.forward_query = false;
+                }),
+            ),
+            (
+                format!("link:{HOST}:mixed"),
+                link_with("https://dest.example/", |l| {
+                    l.rules = vec![
+                        // Combined: both must hold.
+                        rule(
+                            Conditions {
+                                country: vec![s("DE")],
+                                device: vec![Device::Mobile],
+                                ..Conditions::default()
+                            },
+                            "https://de-mobile.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                language: vec![s("de")],
+                                ..Conditions::default()
+                            },
+                            "https://de.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                query: vec![(s("utm_source"), s("news"))],
+                                ..Conditions::default()
+                            },
+                            "https://news.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                country: vec![s("FR")],
+                                ..Conditions::default()
+                            },
+                            "https://evil.example/fr",
+                        ),
+                        // A window around now, then one that has closed.
+                        rule(
+                            Conditions {
+                                country: vec![s("JP")],
+                                before: Some(now_ms - 60_000),
+                                ..Conditions::default()
+                            },
+                            "https://too-late.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                country: vec![s("JP")],
+                                after: Some(now_ms - 3_600_000),
+                                before: Some(now_ms + 3_600_000),
+                                ..Conditions::default()
+                            },
+                            "https://sale.example/",
+                        ),
+                    ];
+                }),
+            ),
+            (
+                format!("link:{HOST}:moved"),
+                link_with("https://dest.example/new-home", |l| {
+                    l.redirect_status = Some(308);
+                }),
+            ),
+            (
+                format!("link:{HOST}:gone"),
+                link_with("https://dest.example/", |l| {
+                    l.expires_at = Some(now_ms - 1_000);
+                    l.expired_url = Some(s("https://sold-out.example/"));
+                    l.redirect_status = Some(301);
+                }),
+            ),
+            (
+                format!("link:{HOST}:gone-blocked"),
+                link_with("https://dest.example/", |l| {
+                    l.expires_at = Some(0);
+                    l.expired_url = Some(s("https://evil.example/x"));
+                }),
+            ),
+        ],
+        vec![],
+    )
+    .await;
+
+    // Operating systems from real User-Agents; the same URL alternates between visitors (kept answers).
+    for _ in 0..3 {
+        for (ua, want) in [
+            (IPHONE, "https://apps.apple.com/app/id1"),
+            (PIXEL, "https://play.google.com/store/apps/details?id=x"),
+            (BROWSER_UA, "https://dest.example/app"),
+            (MAC, "https://dest.example/app"),
+        ] {
+            w.visit(HOST, "/apps?x=1", &[("User-Agent", ua)])
+                .await
+                .assert_redirect(want);
+        }
+    }
+    // Country and device together, then language (first preference), query, rule order and time windows.
+    for (headers, path, want) in [
+        (
+            vec![("CF-IPCountry", "DE"), ("User-Agent", IPHONE)],
+            "/mixed",
+            "https://de-mobile.example/",
+        ),
+        (
+            vec![
+                ("CF-IPCountry", "DE"),
+                ("Accept-Language", "de-DE,de;q=0.9"),
+            ],
+            "/mixed",
+            "https://de.example/",
+        ),
+        (
+            vec![
+                ("CF-IPCountry", "DE"),
+                ("Accept-Language", "en-US,de;q=0.9"),
+            ],
+            "/mixed",
+            "https://dest.example/",
+        ),
+        (
+            vec![("Accept-Language", "de-CH"), ("User-Agent", IPHONE)],
+            "/mixed?utm_source=news",
+            "https://de.example/?utm_source=news",
+        ),
+        (
+            vec![],
+            "/mixed?utm_source=news",
+            "https://news.example/?utm_source=news",
+        ),
+        (
+            vec![],
+            "/mixed?utm_source=mail",
+            "https://dest.example/?utm_source=mail",
+        ),
+        (
+            vec![("CF-IPCountry", "JP")],
+            "/mixed",
+            "https://sale.example/",
+        ),
+        // A rule's destination on the blocklist: the domain's fallback, not the next rule.
+        (vec![("CF-IPCountry", "FR")], "/mixed", HOST_FALLBACK),
+    ] {
+        w.visit(HOST, path, &headers).await.assert_redirect(want);
+    }
+    // The link's redirect status, again and again (a fast-path answer would be a 302).
+    for _ in 0..3 {
+        let v = w.visit(HOST, "/moved", &[]).await;
+        assert_eq!(
+            (v.status, v.header("location")),
+            (308, Some("https://dest.example/new-home"))
+        );
+    }
+    // Expired: the expired_url, as a temporary redirect whatever the link's status; blocked: the fallback.
+    let v = w.visit(HOST, "/gone?x=1", &[]).await;
+    assert_eq!(
+        (v.status, v.header("location")),
+        (302, Some("https://sold-out.example/"))
+    );
+    w.visit(HOST, "/gone-blocked", &[])
+        .await
+        .assert_redirect(HOST_FALLBACK);
+}

@@ -18,6 +18,7 @@ use crate::config;
 use crate::decision::{self, LinkGroup, Outcome};
 use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
+use crate::smart;
 use crate::visitor::Visitor;
 
 /// The redirect for `req` when the isolate holds everything it needs, and until when (UNIX ms) it stays the
@@ -46,7 +47,9 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
             // A cached absence falls back, which needs the domain record: the full path.
             let (link, link_until) = records::fresh_link(&host, &code, now_ms)?;
             let link = link?;
-            if !link.is_active || link.expired(now) {
+            // Smart links (rules, a chosen status, a password, a preview) take the full path: their answer may
+            // depend on the visitor, and the redirects kept here are 302s.
+            if !link.is_active || link.expired(now) || !smart::is_plain(&link) {
                 return None;
             }
             let (group, group_until) = records::fresh_group(&link.group_id, now_ms)?;
@@ -123,7 +126,7 @@ fn redirect(location: String, head: bool, keep: bool) -> Option<web_sys::Respons
         if let Some(init) = kept.get::<web_sys::ResponseInit>(location.as_str()) {
             return web_sys::Response::new_with_opt_str_and_init(None, init).ok();
         }
-        let reply = reply(&Page::Destination(location.clone()), head);
+        let reply = reply(&Page::Destination(location.clone(), 302), head);
         let init = init_for(&reply)?;
         let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok();
         if keep {

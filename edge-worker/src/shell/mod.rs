@@ -26,6 +26,7 @@ use crate::log::{Level, Line};
 use crate::origin::Origin;
 use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
+use crate::smart;
 use crate::visitor::Visitor;
 use records::{GroupRead, Records};
 
@@ -194,12 +195,18 @@ struct Visit<'a> {
 }
 
 impl Visit<'_> {
-    /// The visitor facts the group rules look at, or the default when the rules do not look.
-    fn visitor(&self, settings: Option<&GroupSettings>) -> Visitor {
-        if !decision::needs_visitor(settings) {
+    /// The visitor facts the group's rules and the link's (`link_rules`: its `Accept-Language` too) look at, or the
+    /// default when none look.
+    fn visitor(&self, settings: Option<&GroupSettings>, link_rules: bool) -> Visitor {
+        if !decision::needs_visitor(settings) && !link_rules {
             return Visitor::default();
         }
         let header = |name: &str| self.req.headers().get(name).ok().flatten();
+        let language = if link_rules {
+            header("Accept-Language")
+        } else {
+            None
+        };
         let cf = js_sys::Reflect::get(self.req.inner(), &JsValue::from_str("cf")).ok();
         let cf_get = |obj: Option<&JsValue>, name: &str| {
             obj.filter(|o| o.is_object())
@@ -215,6 +222,7 @@ impl Visit<'_> {
             cf_get(bot.as_ref(), "score").and_then(|v| v.as_f64()),
             cf_get(bot.as_ref(), "verifiedBot").and_then(|v| v.as_bool()) == Some(true),
         )
+        .with_accept_language(language.as_deref())
     }
 
     /// The group of a live persistent link: KV's record (or its last good copy), else the origin's copy (a group
@@ -324,7 +332,7 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
         );
     }
     match visited.decision.outcome {
-        Outcome::Destination(url) => Page::Destination(url),
+        Outcome::Destination(url) => Page::Destination(url, visited.decision.status),
         outcome => boxed(page_for(ctx, outcome)).await,
     }
 }
@@ -360,12 +368,15 @@ async fn persistent(ctx: &Visit<'_>, host: &str, code: String) -> Visited {
         },
         None => LinkGroup::Absent,
     };
-    let query = live.filter(|l| l.forward_query).and_then(|_| ctx.query());
+    // The query is appended when the link forwards it, and read by its rules when they may look at it.
+    let query = live
+        .filter(|l| l.forward_query || smart::needs_visitor(l))
+        .and_then(|_| ctx.query());
     let settings = match group {
         LinkGroup::Rules(settings) => Some(settings),
         LinkGroup::Absent | LinkGroup::Unavailable => None,
     };
-    let visitor = ctx.visitor(settings);
+    let visitor = ctx.visitor(settings, live.is_some_and(smart::needs_visitor));
     let decision = decision::decide_persistent(
         link.as_deref(),
         group,
@@ -399,7 +410,7 @@ async fn dynamic(ctx: &Visit<'_>, host: &str, group_id: String, token: Option<St
         GroupRead::Found(group) => Some(group.as_ref()),
         GroupRead::Absent | GroupRead::Unavailable => None,
     };
-    let visitor = ctx.visitor(group.map(|g| &g.settings));
+    let visitor = ctx.visitor(group.map(|g| &g.settings), false);
     let decision = decision::decide_dynamic(
         domain.as_deref(),
         group,
@@ -418,7 +429,8 @@ async fn dynamic(ctx: &Visit<'_>, host: &str, group_id: String, token: Option<St
 
 async fn page_for(ctx: &Visit<'_>, outcome: Outcome) -> Page {
     match outcome {
-        Outcome::Destination(url) => Page::Destination(url),
+        // Reached from `visit` only for outcomes other than a destination; a plain redirect here is a 302.
+        Outcome::Destination(url) => Page::Destination(url, 302),
         Outcome::Interstitial {
             destination,
             seconds,
