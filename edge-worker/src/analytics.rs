@@ -16,7 +16,7 @@ pub use kv_model::{ClickBatch, ClickEvent, Device};
 
 use crate::decision::{Decision, Outcome};
 use crate::route::normalize_request_host;
-use crate::visitor::Visitor;
+use crate::visitor::{Visitor, device};
 
 /// Most events in one report (the origin's limit).
 pub const MAX_BATCH: usize = 1000;
@@ -28,43 +28,6 @@ pub const MAX_BUFFERED: usize = 5000;
 /// A flush in flight longer than this is taken for dead (its request context was cancelled), so a stuck flag cannot
 /// stop an isolate from reporting for good.
 pub const STALE_FLUSH_MS: u64 = 60_000;
-
-/// Classifies a User-Agent. iPadOS 13+ Safari presents itself as a Mac by default, so such iPads count as desktop:
-/// the User-Agent cannot tell them apart.
-pub fn device(user_agent: &str) -> Device {
-    let ua = user_agent.to_ascii_lowercase();
-    let has = |needles: &[&str]| needles.iter().any(|n| ua.contains(n));
-    let android = ua.contains("android");
-    if has(&["ipad", "tablet", "kindle", "silk/", "playbook"])
-        || (android && !ua.contains("mobile"))
-    {
-        Device::Tablet
-    } else if android
-        || has(&[
-            "iphone",
-            "ipod",
-            "mobile",
-            "windows phone",
-            "blackberry",
-            "opera mini",
-        ])
-    {
-        Device::Mobile
-    } else if has(&["smart-tv", "smarttv", "playstation", "xbox", "nintendo"]) {
-        Device::Other
-    } else if has(&[
-        "windows nt",
-        "macintosh",
-        "mac os x",
-        "x11",
-        "linux",
-        "cros",
-    ]) {
-        Device::Desktop
-    } else {
-        Device::Other
-    }
-}
 
 /// Whether a request yields a click event: analytics on, a `GET`, not a bot, and it reached the destination or
 /// the interstitial (blocked visitors and fallbacks do not count).

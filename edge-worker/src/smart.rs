@@ -5,14 +5,14 @@
 //!
 //! The rules themselves are evaluated by `link-rules`, the crate the origin validates them with, so the two cannot
 //! drift; the operating system comes from its small User-Agent table ([`link_rules::os_of`]), the device from the
-//! analytics' ([`crate::analytics::device`]), so a rule on `device` and the statistics agree about a visitor.
+//! analytics' ([`crate::visitor::device`]), so a rule on `device` and the statistics agree about a visitor.
 
 use std::borrow::Cow;
 
 use kv_model::{Device, LinkRecord};
 use link_rules::{Rule, first_match, os_of, primary_language};
 
-use crate::visitor::Visitor;
+use crate::visitor::{Visitor, device};
 
 /// Most query parameters a `query` condition looks at: the first ones of the visitor's URL. A URL is at most a
 /// few KB, so this bounds the work of a hostile query, not a real one.
@@ -57,7 +57,7 @@ pub fn destination<'a>(
     };
     let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (&**k, &**v)).collect();
     let ua = visitor.user_agent.as_str();
-    let device = match crate::analytics::device(ua) {
+    let device = match device(ua) {
         Device::Mobile => Some(link_rules::Device::Mobile),
         Device::Tablet => Some(link_rules::Device::Tablet),
         Device::Desktop => Some(link_rules::Device::Desktop),

@@ -1,4 +1,6 @@
-//! What the edge knows about a visitor: country and whether it is a bot.
+//! What the edge knows about a visitor: country, device, language and whether it is a bot.
+
+use kv_model::Device;
 
 /// Cloudflare bot scores below this are "likely automated" (Cloudflare's own threshold: 1–29).
 pub const BOT_SCORE_THRESHOLD: u8 = 30;
@@ -62,6 +64,44 @@ impl Visitor {
         self.verified_bot
             || self.bot_score.is_some_and(|s| s < BOT_SCORE_THRESHOLD)
             || is_bot_user_agent(&self.user_agent)
+    }
+}
+
+/// The kind of device a User-Agent names (click analytics and smart links' `device` rules both read it, so the
+/// two agree about a visitor). iPadOS 13+ Safari presents itself as a Mac by default, so such iPads count as desktop:
+/// the User-Agent cannot tell them apart.
+pub fn device(user_agent: &str) -> Device {
+    let ua = user_agent.to_ascii_lowercase();
+    let has = |needles: &[&str]| needles.iter().any(|n| ua.contains(n));
+    let android = ua.contains("android");
+    if has(&["ipad", "tablet", "kindle", "silk/", "playbook"])
+        || (android && !ua.contains("mobile"))
+    {
+        Device::Tablet
+    } else if android
+        || has(&[
+            "iphone",
+            "ipod",
+            "mobile",
+            "windows phone",
+            "blackberry",
+            "opera mini",
+        ])
+    {
+        Device::Mobile
+    } else if has(&["smart-tv", "smarttv", "playstation", "xbox", "nintendo"]) {
+        Device::Other
+    } else if has(&[
+        "windows nt",
+        "macintosh",
+        "mac os x",
+        "x11",
+        "linux",
+        "cros",
+    ]) {
+        Device::Desktop
+    } else {
+        Device::Other
     }
 }
 
