@@ -859,3 +859,58 @@ async fn a_blocklisted_domain_stops_existing_persistent_links() {
         .await
         .assert_destination("https://fine.example/c");
 }
+
+/// Smart links (issue 25) from the API to the edge: app links, a rule and the redirect status set through the
+/// origin reach the worker in the link's record and route each visitor; an expired link with an `expired_url`
+/// sends visitors there.
+#[tokio::test]
+async fn smart_links_set_through_the_api_route_visitors_at_the_edge() {
+    const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 \
+                          (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
+    let (s, links) = stack_with_links(&["https://dest.example/smart"]).await;
+    let api = s.origin.api(&s.account);
+    let (path, link_id) = (code(&links[0]), id(&links[0]));
+    api.patch_link(
+        &link_id,
+        json!({"ios_url": "https://apps.apple.com/app/id1", "redirect_status": 308,
+               "rules": [{"if": {"language": ["de"]}, "to": "https://de.example/"}]}),
+    )
+    .await;
+    let answer = |headers: Vec<(&'static str, &'static str)>| {
+        let (w, path) = (&s.worker, path.clone());
+        async move {
+            let v = w.visit(HOST, &path, &headers).await;
+            (v.status, v.header("location").map(str::to_owned))
+        }
+    };
+    let want = |location: &str| (308, Some(location.to_owned()));
+    eventually(PROPAGATION, "the app link reaches the edge", || async {
+        answer(vec![("User-Agent", IPHONE)]).await == want("https://apps.apple.com/app/id1")
+    })
+    .await;
+    // The app link comes before the rules; the rule decides for German speakers elsewhere; else long_url.
+    assert_eq!(
+        answer(vec![("User-Agent", IPHONE), ("Accept-Language", "de")]).await,
+        want("https://apps.apple.com/app/id1")
+    );
+    assert_eq!(
+        answer(vec![("Accept-Language", "de-AT,en;q=0.5")]).await,
+        want("https://de.example/")
+    );
+    assert_eq!(answer(vec![]).await, want("https://dest.example/smart"));
+    // Expired, with somewhere to go.
+    api.patch_link(
+        &link_id,
+        json!({"expired_url": "https://dest.example/sold-out",
+               "expires_at": OffsetDateTime::now_utc().checked_add(time::Duration::seconds(2)).unwrap()
+                   .format(&Rfc3339).unwrap()}),
+    )
+    .await;
+    propagates(
+        &s.worker,
+        &path,
+        "https://dest.example/sold-out",
+        "an expired link goes to its expired_url",
+    )
+    .await;
+}
