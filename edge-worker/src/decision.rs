@@ -6,13 +6,14 @@
 //! [`crate::reply`]. No fallback whose host is on the blocklist is ever used ([`usable_fallback`]): the group's
 //! falls through to the domain's, the domain's to the default, and with none left the visitor gets a `404`.
 
-use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord};
+use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord, Preview};
 use std::cell::{Cell, RefCell};
 
 use shared_crypto::{Blocklist, GroupKey, Payload, TokenCipher, TokenError, extract_host};
 
 use crate::bounded::BoundedMap;
 use crate::forward_query::forward_query;
+use crate::preview;
 use crate::smart;
 use crate::visitor::{Visitor, country_allowed};
 
@@ -223,6 +224,13 @@ pub enum Outcome {
     },
     /// `302` to the domain's fallback.
     Fallback(FallbackReason),
+    /// `200` with the link's preview card, for a link-preview crawler ([`crate::preview`]); never a click.
+    Preview {
+        /// Where the page's refresh goes (the destination the crawler would have been redirected to).
+        destination: String,
+        /// The card, its image already checked ([`usable_fallback`]) or left out.
+        preview: Preview,
+    },
 }
 
 /// An outcome and what analytics should know about it.
@@ -305,6 +313,20 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
     };
     let mut decision = apply_group_rules(destination, group, visitor, blocklist);
     decision.status = smart::redirect_status(link);
+    // A crawler the group lets through gets the link's card instead of the redirect. Not for a link with a
+    // password: its card would be shown to whoever pastes it, and the page names the destination.
+    if let (Some(card), Outcome::Destination(destination)) = (&link.preview, &decision.outcome)
+        && link.password_hash.is_none()
+        && preview::is_preview_crawler(&visitor.user_agent)
+    {
+        decision.outcome = Outcome::Preview {
+            destination: destination.clone(),
+            preview: Preview {
+                image: usable_fallback(card.image.as_deref(), blocklist),
+                ..card.clone()
+            },
+        };
+    }
     decision
 }
 
@@ -620,6 +642,55 @@ mod tests {
         let mut paused = smart_link();
         paused.is_active = false;
         assert_eq!(persistent(&paused, None, &german, None).status, 302);
+    }
+
+    #[test]
+    fn preview_cards_for_crawlers_only() {
+        let mut link = LinkRecord::new("https://dest.example/", "g", true);
+        link.preview = Some(Preview {
+            title: Some("Card".into()),
+            description: None,
+            image: Some("https://evil.example/i.png".into()),
+        });
+        let slack = Visitor::new(
+            None,
+            Some("US"),
+            Some("Slackbot-LinkExpanding 1.0"),
+            None,
+            false,
+        );
+        let d = persistent(&link, None, &slack, Some("x=1"));
+        assert_eq!(
+            d.outcome,
+            Outcome::Preview {
+                destination: "https://dest.example/?x=1".into(),
+                preview: Preview {
+                    title: Some("Card".into()),
+                    description: None,
+                    image: None,
+                },
+            },
+            "a blocked image is left out"
+        );
+        assert!(
+            !crate::analytics::counts(&d, false, &slack),
+            "never a click"
+        );
+        // Browsers get the redirect; a group that blocks bots blocks the crawler first.
+        assert_eq!(
+            persistent(&link, None, &human("US"), None).outcome,
+            Outcome::Destination("https://dest.example/".into())
+        );
+        assert!(matches!(
+            persistent(&link, Some(&rules()), &slack, None).outcome,
+            Outcome::Blocked { .. }
+        ));
+        // A link with a password never shows its card.
+        link.password_hash = Some("pbkdf2-sha256$1$AAAA$AAAA".into());
+        assert_eq!(
+            persistent(&link, None, &slack, None).outcome,
+            Outcome::Destination("https://dest.example/".into())
+        );
     }
 
     #[test]

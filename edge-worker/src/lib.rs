@@ -14,7 +14,7 @@
 //! ([`click_queue`]: the same worker consumes the queue, and refused batches go to a dead-letter queue).
 //!
 //! The decision (which status, which URL, which page, which click) is plain Rust in [`route`], [`visitor`],
-//! [`decision`], [`smart`], [`forward_query`], [`reply`], [`interstitial`], [`origin`], [`analytics`] and [`click_queue`],
+//! [`decision`], [`smart`], [`preview`], [`forward_query`], [`reply`], [`interstitial`], [`origin`], [`analytics`] and [`click_queue`],
 //! and so are the isolate cache ([`cache`]), the byte-bounded maps of what an isolate keeps ([`bounded`]), the
 //! coordination of loads ([`loads`]), the sync route's rules ([`sync`]) and the log lines written for every failure
 //! absorbed into a fallback ([`log`], throttled where a failure repeats per request), all tested on the host. The Workers entry points and the I/O (KV, the origin, the queues, the sync route's writes, the console)
@@ -33,6 +33,7 @@ pub mod interstitial;
 pub mod loads;
 pub mod log;
 pub mod origin;
+pub mod preview;
 pub mod reply;
 pub mod route;
 pub mod smart;

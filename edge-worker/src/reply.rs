@@ -27,6 +27,13 @@ pub enum Page {
         /// Countdown length.
         seconds: u32,
     },
+    /// `200` with a link's preview card ([`crate::preview`]).
+    Preview {
+        /// Where the page's refresh goes.
+        destination: String,
+        /// The card.
+        preview: kv_model::Preview,
+    },
     /// `404`: a fallback was needed but none is configured (nor the worker's default).
     NoFallback,
     /// `405` for methods other than `GET` and `HEAD`.
@@ -122,6 +129,29 @@ pub fn reply(page: &Page, head: bool) -> Reply {
                 String::new()
             } else {
                 interstitial::render(destination, *seconds)
+            },
+        },
+        Page::Preview {
+            destination,
+            preview,
+        } => Reply {
+            status: 200,
+            headers: vec![
+                ("Content-Type", "text/html; charset=utf-8".into()),
+                ("Cache-Control", CACHE_CONTROL.into()),
+                ("Referrer-Policy", REFERRER_POLICY.into()),
+                ("X-Robots-Tag", X_ROBOTS_TAG.into()),
+                (
+                    "Content-Security-Policy",
+                    crate::preview::CONTENT_SECURITY_POLICY.into(),
+                ),
+                ("X-Content-Type-Options", "nosniff".into()),
+                ("X-Frame-Options", "DENY".into()),
+            ],
+            body: if head {
+                String::new()
+            } else {
+                crate::preview::render(destination, preview)
             },
         },
         Page::NoFallback => text(404, "Not found\n", None),

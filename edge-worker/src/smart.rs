@@ -18,10 +18,11 @@ use crate::visitor::{Visitor, device};
 /// few KB, so this bounds the work of a hostile query, not a real one.
 pub const MAX_QUERY_PAIRS: usize = 64;
 
-/// Whether the link's decision looks at the visitor (its rules do). Such a link's answer depends on more than the
-/// URL: the shell reads the visitor facts for it and never keeps its answer for the next request.
+/// Whether the link's decision looks at the visitor (its rules do, and its preview card, for crawlers). Such a
+/// link's answer depends on more than the URL: the shell reads the visitor facts for it and never keeps its answer
+/// for the next request.
 pub fn needs_visitor(link: &LinkRecord) -> bool {
-    !link.rules.is_empty()
+    !link.rules.is_empty() || link.preview.is_some()
 }
 
 /// Whether the link is anything but plain: rules, a redirect status other than 302, a password, a preview card.

@@ -1040,6 +1040,16 @@ async fn smart_links_route_each_visitor() {
                 }),
             ),
             (
+                format!("link:{HOST}:card"),
+                link_with("https://dest.example/article", |l| {
+                    l.preview = Some(kv_model::Preview {
+                        title: Some(s("Spring \"sale\" <b>now</b>")),
+                        description: Some(s("Half off & more")),
+                        image: Some(s("https://img.example/card.png")),
+                    });
+                }),
+            ),
+            (
                 format!("link:{HOST}:gone-blocked"),
                 link_with("https://dest.example/", |l| {
                     l.expires_at = Some(0);
@@ -1129,4 +1139,32 @@ async fn smart_links_route_each_visitor() {
     w.visit(HOST, "/gone-blocked", &[])
         .await
         .assert_redirect(HOST_FALLBACK);
+    // Preview cards: crawlers get the card (escaped, a strict CSP, a refresh to the destination), browsers the
+    // redirect, again and again.
+    for _ in 0..2 {
+        for ua in [
+            TWITTERBOT,
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+        ] {
+            let v = w.visit(HOST, "/card?ref=chat", &[("User-Agent", ua)]).await;
+            assert_eq!(v.status, 200, "{ua}: {}", v.body);
+            assert!(
+                v.header("content-security-policy")
+                    .is_some_and(|c| c.starts_with("default-src 'none'"))
+            );
+            for part in [
+                "<meta property=\"og:title\" content=\"Spring &quot;sale&quot; &lt;b&gt;now&lt;/b&gt;\">",
+                "<meta property=\"og:description\" content=\"Half off &amp; more\">",
+                "<meta property=\"og:image\" content=\"https://img.example/card.png\">",
+                "<meta name=\"twitter:card\" content=\"summary_large_image\">",
+                "<meta http-equiv=\"refresh\" content=\"0;url=https://dest.example/article?ref=chat\">",
+            ] {
+                assert!(v.body.contains(part), "{ua}: {part} in {}", v.body);
+            }
+        }
+        w.visit(HOST, "/card?ref=chat", &[])
+            .await
+            .assert_redirect("https://dest.example/article?ref=chat");
+    }
 }

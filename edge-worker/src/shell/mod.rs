@@ -431,6 +431,13 @@ async fn page_for(ctx: &Visit<'_>, outcome: Outcome) -> Page {
     match outcome {
         // Reached from `visit` only for outcomes other than a destination; a plain redirect here is a 302.
         Outcome::Destination(url) => Page::Destination(url, 302),
+        Outcome::Preview {
+            destination,
+            preview,
+        } => Page::Preview {
+            destination,
+            preview,
+        },
         Outcome::Interstitial {
             destination,
             seconds,
