@@ -6,7 +6,9 @@
 #
 # Cases, each on ours and on the careful worker: a hot persistent link (isolate-cached), a dynamic link with the
 # same token every request, and a dynamic link with a fresh token every request (4,096 tokens of one group, taken
-# in turn by a wrk script: more than any per-isolate memo keeps). For every measurement: requests/s, median latency,
+# in turn by a wrk script: more than any per-isolate memo keeps); and, ours alone (the careful worker has no such
+# thing), a smart link with 5 rules (issue 25) hit by visitors whose User-Agent, country and language rotate (a wrk
+# script), against which the hot plain link's CPU is the yardstick. For every measurement: requests/s, median latency,
 # and CPU per request of the worker's workerd process (user + system time from /proc over the measured requests; the
 # floor's is what workerd costs with no worker code, so a worker's own cost is its CPU minus the floor's). Rounds
 # interleave all measurements, so drift on a shared machine hits them alike; medians are printed as a Markdown table
@@ -15,7 +17,7 @@
 # Usage: scripts/bench-edge.sh            (after scripts/install-edge-toolchain.sh and `apt-get install wrk`)
 # Environment: DURATION (seconds per measurement, default 8), ROUNDS (default 5), CONNECTIONS (default 32),
 #              THREADS (default 1), SKIP_BUILD=1 to reuse edge-worker/build,
-#              CASES (default "hot same fresh": which of the three cases to measure, e.g. CASES=hot),
+#              CASES (default "hot same fresh rules": which of the cases to measure, e.g. CASES=hot),
 #              PEER_JS (default ../shared/bench/peer-js next to the repository),
 #              BASELINE_BUILD=DIR: also serve the worker built in DIR (a copy of an earlier edge-worker/build,
 #              inside the repository, e.g. target/edge-baseline: workerd reads nothing above its root) and
@@ -24,7 +26,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 DURATION=${DURATION:-8}
-CASES=${CASES:-hot same fresh}
+CASES=${CASES:-hot same fresh rules}
 ROUNDS=${ROUNDS:-5}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-1}
@@ -147,7 +149,13 @@ seed() {
  {"key":"domain:$HOST","value":{"v":1,"enabled":true,"fallback_url":"https://www.example.com/"}},
  {"key":"group:$GROUP","value":{"v":1,"key":"$KEY","settings":{}}},
  {"key":"blocklist","value":{"v":1,"domains":["evil.example"]}},
- {"key":"link:$HOST:hot","value":{"v":1,"long_url":"$HOT_URL","group_id":"$GROUP","is_active":true,"group_settings":{}}}
+ {"key":"link:$HOST:hot","value":{"v":1,"long_url":"$HOT_URL","group_id":"$GROUP","is_active":true,"group_settings":{}}},
+ {"key":"link:$HOST:rules","value":{"v":1,"long_url":"$HOT_URL","group_id":"$GROUP","is_active":true,"group_settings":{},
+  "rules":[{"if":{"os":["ios"]},"to":"https://apps.apple.com/app/id1"},
+           {"if":{"os":["android"]},"to":"https://play.google.com/store/apps/details?id=x"},
+           {"if":{"country":["DE","AT","CH"],"language":["de"]},"to":"https://destination.example.org/de"},
+           {"if":{"device":["tablet"],"country":["FR"]},"to":"https://destination.example.org/fr-tablet"},
+           {"if":{"query":[["utm_source","news"]]},"to":"https://destination.example.org/news"}]}}
 ]}
 JSON
 }
@@ -170,11 +178,31 @@ writeFileSync('$work/fresh.lua', 'local paths = {' + paths.slice(0, 4096).map((p
   '}\nlocal i = 0\nrequest = function()\n  i = i % #paths + 1\n  return wrk.format(\"GET\", paths[i])\nend\n');
 "
 same=$(cat "$work/same.path")
+# The smart link's visitors: real User-Agents, countries and languages in turn (each request one combination).
+cat >"$work/rules.lua" <<'LUA'
+local visitors = {
+  {"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", "US", "en-US,en;q=0.9"},
+  {"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36", "IN", "hi-IN,en;q=0.8"},
+  {"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", "DE", "de-DE,de;q=0.9,en;q=0.5"},
+  {"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15", "FR", "fr-FR,fr;q=0.9"},
+  {"Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0", "BR", "pt-BR,pt;q=0.9"},
+}
+local i = 0
+request = function()
+  i = i % #visitors + 1
+  local v = visitors[i]
+  return wrk.format("GET", "/rules", {["User-Agent"] = v[1], ["CF-IPCountry"] = v[2], ["Accept-Language"] = v[3]})
+end
+LUA
 # Sanity: every case redirects where it should on both workers before anything is measured.
 has_case() { [[ " $CASES " == *" $1 "* ]]; }
 for base in "$ours_url" "$js_url" ${BASELINE_BUILD:+"$base_url"}; do
   if has_case hot; then
     curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" "$base/hot" | grep -q "^302 $HOT_URL\$"
+  fi
+  if has_case rules && [ "$base" != "$js_url" ]; then
+    curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" -H 'CF-IPCountry: DE' \
+      -H 'Accept-Language: de' "$base/rules" | grep -q '^302 https://destination.example.org/de$'
   fi
   if has_case same || has_case fresh; then
     curl -s -o /dev/null -w '%{http_code} %{redirect_url}\n' -H "Host: $HOST" "$base$same" \
@@ -189,6 +217,10 @@ for c in hot same fresh; do
     [ -n "${BASELINE_BUILD:-}" ] && cases+=("base_$c")
   fi
 done
+if has_case rules; then
+  cases+=(ours_rules)
+  [ -n "${BASELINE_BUILD:-}" ] && cases+=(base_rules)
+fi
 declare -A results
 for round in $(seq 1 "$ROUNDS"); do
   for c in "${cases[@]}"; do
@@ -203,6 +235,8 @@ for round in $(seq 1 "$ROUNDS"); do
       base_hot) r=$(measure "$base_url/hot" "$base_pid") ;;
       base_same) r=$(measure "$base_url$same" "$base_pid") ;;
       base_fresh) r=$(measure "$base_url/" "$base_pid" "$work/fresh.lua") ;;
+      ours_rules) r=$(measure "$ours_url/" "$ours_pid" "$work/rules.lua") ;;
+      base_rules) r=$(measure "$base_url/" "$base_pid" "$work/rules.lua") ;;
     esac
     results[$c]+="$r;"
     echo "bench-edge: round $round $c: $r" >&2
@@ -232,6 +266,15 @@ cat <<TABLE
 $(row "hot persistent link (isolate-cached)" ours_hot js_hot)
 $(row "dynamic link, the same token every request" ours_same js_same)
 $(row "dynamic link, a fresh token every request" ours_fresh js_fresh)
+$(if [ -n "${results[ours_rules]:-}" ]; then
+  rcpu=$(over "$(med ours_rules 3)" "$floor_cpu")
+  echo
+  echo "Smart link with 5 rules, visitors rotating User-Agent, country and language (ours only): $(med ours_rules 1) req/s,"
+  echo "median $(med ours_rules 2) ms, $rcpu µs CPU per request over the floor;"
+  if [ -n "${results[ours_hot]:-}" ]; then
+    echo "against the hot plain link's $(over "$(med ours_hot 3)" "$floor_cpu") µs: **$(ratio "$rcpu" "$(over "$(med ours_hot 3)" "$floor_cpu")") ×** (goal ≤ 1.5)."
+  fi
+fi)
 
 $(if [ -n "${BASELINE_BUILD:-}" ]; then
   echo

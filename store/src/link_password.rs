@@ -12,10 +12,11 @@ use link_rules::{PASSWORD_HASH_SCHEME, PasswordHash};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-/// PBKDF2 iterations of new hashes. A first choice: the edge slice measures what a verification costs in the
-/// worker (≤ 10 ms CPU per attempt) and tunes this; hashes keep their own count, so changing it leaves existing
-/// passwords working.
-pub const LINK_PASSWORD_ITERATIONS: u32 = 100_000;
+/// PBKDF2 iterations of new hashes: what one verification in the worker may cost (≤ 10 ms CPU per attempt) decides
+/// it. Measured in workerd (`scripts/bench-password-verify.mjs`, BENCHMARKS.md "Link passwords"): about 135 µs of
+/// CPU per 1,000 iterations through WebCrypto, so 50,000 take about 7 ms, leaving room for the rest of the request
+/// and slower cores. Hashes keep their own count, so changing this leaves existing passwords working.
+pub const LINK_PASSWORD_ITERATIONS: u32 = 50_000;
 // The worker refuses a hash that asks for more than link-rules' bound (against planted records).
 const _: () = assert!(LINK_PASSWORD_ITERATIONS <= link_rules::MAX_ITERATIONS);
 /// Salt length in bytes (random per hash).

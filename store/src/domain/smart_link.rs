@@ -17,7 +17,7 @@ pub const MAX_OG_DESCRIPTION_CHARS: usize = 500;
 /// Longest link password, in characters: every verification at the edge hashes it, so it is bounded.
 pub const MAX_LINK_PASSWORD_CHARS: usize = 128;
 /// The fewest characters of a link's password: its hash is published to KV, and a shorter one could be found from
-/// the hash by trying every candidate (an 8-character password from 60 symbols is 1.7 × 10^14 tries at 100,000
+/// the hash by trying every candidate (an 8-character password from 60 symbols is 1.7 × 10^14 tries at 50,000
 /// PBKDF2 iterations each).
 pub const MIN_LINK_PASSWORD_CHARS: usize = 8;
 /// Largest `max_clicks`.
