@@ -105,55 +105,36 @@ pub fn reply(page: &Page, head: bool) -> Reply {
             body: if head { String::new() } else { body.into() },
         }
     };
+    // A page of our own (the interstitial, a preview card): `200`, its CSP, never framed or sniffed; rendered only
+    // for `GET`.
+    let html = |csp: &'static str, render: &dyn Fn() -> String| Reply {
+        status: 200,
+        headers: vec![
+            ("Content-Type", "text/html; charset=utf-8".into()),
+            ("Cache-Control", CACHE_CONTROL.into()),
+            ("Referrer-Policy", REFERRER_POLICY.into()),
+            ("X-Robots-Tag", X_ROBOTS_TAG.into()),
+            ("Content-Security-Policy", csp.into()),
+            ("X-Content-Type-Options", "nosniff".into()),
+            ("X-Frame-Options", "DENY".into()),
+        ],
+        body: if head { String::new() } else { render() },
+    };
     match page {
         Page::Destination(location, status) => redirect(location, *status, false),
         Page::Fallback(location) => redirect(location, 302, true),
         Page::Interstitial {
             destination,
             seconds,
-        } => Reply {
-            status: 200,
-            headers: vec![
-                ("Content-Type", "text/html; charset=utf-8".into()),
-                ("Cache-Control", CACHE_CONTROL.into()),
-                ("Referrer-Policy", REFERRER_POLICY.into()),
-                ("X-Robots-Tag", X_ROBOTS_TAG.into()),
-                (
-                    "Content-Security-Policy",
-                    interstitial::CONTENT_SECURITY_POLICY.into(),
-                ),
-                ("X-Content-Type-Options", "nosniff".into()),
-                ("X-Frame-Options", "DENY".into()),
-            ],
-            body: if head {
-                String::new()
-            } else {
-                interstitial::render(destination, *seconds)
-            },
-        },
+        } => html(interstitial::CONTENT_SECURITY_POLICY, &|| {
+            interstitial::render(destination, *seconds)
+        }),
         Page::Preview {
             destination,
             preview,
-        } => Reply {
-            status: 200,
-            headers: vec![
-                ("Content-Type", "text/html; charset=utf-8".into()),
-                ("Cache-Control", CACHE_CONTROL.into()),
-                ("Referrer-Policy", REFERRER_POLICY.into()),
-                ("X-Robots-Tag", X_ROBOTS_TAG.into()),
-                (
-                    "Content-Security-Policy",
-                    crate::preview::CONTENT_SECURITY_POLICY.into(),
-                ),
-                ("X-Content-Type-Options", "nosniff".into()),
-                ("X-Frame-Options", "DENY".into()),
-            ],
-            body: if head {
-                String::new()
-            } else {
-                crate::preview::render(destination, preview)
-            },
-        },
+        } => html(crate::preview::CONTENT_SECURITY_POLICY, &|| {
+            crate::preview::render(destination, preview)
+        }),
         Page::NoFallback => text(404, "Not found\n", None),
         Page::MethodNotAllowed => text(
             405,
