@@ -286,6 +286,11 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
     if !link.is_active {
         return Decision::fallback(FallbackReason::Paused);
     }
+    // The worker cannot ask for a password yet: a link with one is paused here too, whatever its record says, so
+    // it fails closed even should an origin publish it open (the origin publishes it paused until then).
+    if link.password_hash.is_some() {
+        return Decision::fallback(FallbackReason::Paused);
+    }
     if link.expired(now_ms) {
         return expired(link, blocklist);
     }
@@ -685,12 +690,14 @@ mod tests {
             persistent(&link, Some(&rules()), &slack, None).outcome,
             Outcome::Blocked { .. }
         ));
-        // A link with a password never shows its card.
+        // A link with a password never shows its card, nor (until the edge asks for passwords) redirects anyone.
         link.password_hash = Some("pbkdf2-sha256$1$AAAA$AAAA".into());
-        assert_eq!(
-            persistent(&link, None, &slack, None).outcome,
-            Outcome::Destination("https://dest.example/".into())
-        );
+        for visitor in [&slack, &human("US")] {
+            assert_eq!(
+                persistent(&link, None, visitor, None).outcome,
+                Outcome::Fallback(FallbackReason::Paused)
+            );
+        }
     }
 
     #[test]

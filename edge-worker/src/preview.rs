@@ -14,6 +14,8 @@ pub const CONTENT_SECURITY_POLICY: &str =
 
 /// Lowercase tokens of the User-Agents of link-preview crawlers (chat apps, social networks, unfurlers). Matched
 /// anywhere in the lowercased User-Agent. Search engines' crawlers are not here: they index, they do not unfurl.
+/// Nor apps whose in-app browsers name themselves in a phone's User-Agent (Snapchat, Viber): their users are people,
+/// who must get the redirect. Every crawler here is a bot too ([`crate::visitor::Visitor::is_bot`]).
 const PREVIEW_CRAWLERS: &[&str] = &[
     "slackbot",
     "slack-imgproxy",
@@ -32,8 +34,7 @@ const PREVIEW_CRAWLERS: &[&str] = &[
     "vkshare",
     "mastodon",
     "bluesky",
-    "snapchat",
-    "viber",
+    "cardyb",
 ];
 
 /// Whether `user_agent` is a link-preview crawler's.
@@ -98,12 +99,16 @@ mod tests {
             "WhatsApp/2.23.20.0",
             "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)",
             "TelegramBot (like TwitterBot)",
+            "http.rb/5.1.1 (Mastodon/4.2.10; +https://mastodon.social/)",
+            "Mozilla/5.0 (compatible; Bluesky Cardyb/1.1; +mailto:support@bsky.app)",
         ] {
             assert!(is_preview_crawler(ua), "{ua}");
         }
         for ua in [
             "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
             "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            // Snapchat's in-app browser: a person on a phone.
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Snapchat/13.2.0.43 (like Safari/8618.2.12.10.6)",
             "",
         ] {
             assert!(!is_preview_crawler(ua), "{ua}");

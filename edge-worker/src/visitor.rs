@@ -64,6 +64,9 @@ impl Visitor {
         self.verified_bot
             || self.bot_score.is_some_and(|s| s < BOT_SCORE_THRESHOLD)
             || is_bot_user_agent(&self.user_agent)
+            // Link-preview crawlers whose agents name no bot (Mastodon's `http.rb … (Mastodon/4.x)`, Bluesky's
+            // `Cardyb`): a group that blocks bots blocks them, and they are never counted nor shown an interstitial.
+            || crate::preview::is_preview_crawler(&self.user_agent)
     }
 }
 
@@ -251,6 +254,23 @@ pub fn country_allowed(country: Option<&str>, allow: &[String], block: &[String]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preview_crawlers_that_name_no_bot_are_bots() {
+        for ua in [
+            "http.rb/5.1.1 (Mastodon/4.2.10; +https://mastodon.social/)",
+            "Mozilla/5.0 (compatible; Bluesky Cardyb/1.1; +mailto:support@bsky.app)",
+        ] {
+            assert!(
+                !is_bot_user_agent(ua),
+                "not by the bot patterns alone: {ua}"
+            );
+            assert!(
+                Visitor::new(None, None, Some(ua), None, false).is_bot(),
+                "{ua}"
+            );
+        }
+    }
 
     const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) \
                           Chrome/126.0.0.0 Safari/537.36";
