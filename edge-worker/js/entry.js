@@ -10,7 +10,9 @@
 // due for a reload, or the link or token expires (`answer_until` in src/shell/mod.rs, `decision::answer_until`).
 // Until then this module answers that request itself, with no call into wasm and no string copied into it; any
 // change to the isolate's records (a load, a reload, the sync route) makes it forget every answer at once
-// (`on_records_change`). The decision stays Rust's: this is a memo of its result with Rust's own expiry. The answers
+// (`on_records_change`). A smart link's redirect also depends on the visitor facts its rules read (User-Agent,
+// country, Accept-Language; `answer_vary`): it is kept under those facts as well, so that one visitor is never
+// given another's destination. The decision stays Rust's: this is a memo of its result with Rust's own expiry. The answers
 // are bounded in number and in bytes (./kept-answers.mjs).
 // Named imports, not `import * as`: esbuild then leaves out what the entry never uses (the classes workers-rs
 // exports for features this worker has no use for), which makes the bundle smaller to parse on a new isolate.
@@ -18,11 +20,12 @@ import {
   __wbg_reset_state,
   __worker_init_state,
   answer_until,
+  answer_vary,
   fetch as wasmFetch,
   on_records_change,
   queue as wasmQueue,
 } from "./index.js";
-import { KeptAnswers, answerBytes } from "./kept-answers.mjs";
+import { KeptAnswers } from "./kept-answers.mjs";
 
 Error.stackTraceLimit = 100;
 // Shared with the Rust side (workers-rs reads and sets it): whether the module trapped, and how often it was reset.
@@ -98,18 +101,16 @@ export default {
     // After a trap, everything goes to the module first, which resets.
     const key = initState.criticalError ? undefined : answerKey(request);
     if (key !== undefined) {
-      const kept = answers.get(key);
-      if (kept !== undefined) {
-        if (Date.now() < kept.until) return new Response(null, kept.init);
-        answers.delete(key);
-      }
+      const kept = answers.answer(key, request, Date.now());
+      if (kept !== undefined) return new Response(null, kept.init);
     }
     const result = guarded(wasmFetch, request, env, ctx);
     if (key !== undefined && result instanceof Response) {
       const until = answer_until();
       if (until > Date.now()) {
+        // A smart link's redirect depends on the visitor facts its rules read (answer_vary): kept under them.
         const headers = new Headers(result.headers);
-        answers.set(key, { status: result.status, headers }, until, answerBytes(key, headers));
+        answers.keep(key, request, { status: result.status, headers }, headers, until, answer_vary());
       }
     }
     return result;

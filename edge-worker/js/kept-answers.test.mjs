@@ -11,7 +11,12 @@ import {
   KeptAnswers,
   MAX_ANSWERS,
   MAX_ANSWERS_BYTES,
+  MAX_FACTS_LENGTH,
+  VARY_COUNTRY,
+  VARY_LANGUAGE,
+  VARY_USER_AGENT,
   answerBytes,
+  visitorFacts,
 } from "./kept-answers.mjs";
 
 // The headers of a redirect as src/reply.rs makes them, to `location`.
@@ -91,4 +96,53 @@ test("the estimate counts the key and every header", () => {
   let chars = 0;
   for (const [name, value] of headers) chars += name.length + value.length;
   assert.equal(answerBytes("key", headers), 2 * (3 + chars) + ANSWER_OVERHEAD_BYTES);
+});
+
+// A request as the entry module sees one: its headers and, on Cloudflare, `cf`.
+function request(headers, cf) {
+  return { headers: new Headers(headers), cf };
+}
+
+test("a smart link's answers are kept under the facts its rules read, never given to another visitor", () => {
+  const answers = new KeptAnswers();
+  const now = Date.now();
+  const until = now + 60_000;
+  const key = "https://go.example.com/smart\ngo.example.com";
+  const iphone = request({ "user-agent": "iPhone", "accept-language": "de" }, { country: "DE" });
+  const pixel = request({ "user-agent": "Pixel", "accept-language": "de" }, { country: "DE" });
+  const vary = VARY_USER_AGENT | VARY_COUNTRY;
+  const kept = (location) => ({ status: 302, headers: redirectHeaders(location) });
+  assert.equal(answers.keep(key, iphone, kept("https://apps.apple.com/"), redirectHeaders("a"), until, vary), true);
+  assert.equal(answers.answer(key, iphone, now).init.headers.get("location"), "https://apps.apple.com/");
+  assert.equal(answers.answer(key, pixel, now), undefined, "another User-Agent is not the same visitor");
+  // The language is not one of the facts: the same User-Agent and country with another language share the answer.
+  const iphoneEn = request({ "user-agent": "iPhone", "accept-language": "en" }, { country: "DE" });
+  assert.equal(answers.answer(key, iphoneEn, now).init.headers.get("location"), "https://apps.apple.com/");
+  // The country from cf or from the header, each its own fact.
+  const iphoneUs = request({ "user-agent": "iPhone" }, { country: "US" });
+  const iphoneHeaderDe = request({ "user-agent": "iPhone", "cf-ipcountry": "DE" }, undefined);
+  assert.equal(answers.answer(key, iphoneUs, now), undefined);
+  assert.equal(answers.answer(key, iphoneHeaderDe, now), undefined);
+  answers.keep(key, pixel, kept("https://play.google.com/"), redirectHeaders("p"), until, vary);
+  assert.equal(answers.answer(key, pixel, now).init.headers.get("location"), "https://play.google.com/");
+  assert.equal(answers.answer(key, iphone, now).init.headers.get("location"), "https://apps.apple.com/");
+  // Until its instant only, marker and answer alike.
+  assert.equal(answers.answer(key, iphone, until), undefined);
+  assert.equal(answers.get(key), undefined, "the expired marker is gone");
+  // Facts too long are neither kept nor looked up.
+  const long = request({ "user-agent": "x".repeat(MAX_FACTS_LENGTH + 1) }, undefined);
+  assert.equal(answers.keep(key, long, kept("https://x.example/"), redirectHeaders("x"), until, VARY_USER_AGENT), false);
+  // A plain link's answer is one entry under its key, whoever asks.
+  const plain = "https://go.example.com/plain\ngo.example.com";
+  answers.keep(plain, iphone, kept("https://dest.example/"), redirectHeaders("d"), until, 0);
+  assert.equal(answers.answer(plain, pixel, now).init.headers.get("location"), "https://dest.example/");
+});
+
+test("visitor facts: only those named, each in its place", () => {
+  const r = request({ "user-agent": "UA", "accept-language": "fr", "cf-ipcountry": "FR" }, { country: "BE" });
+  assert.equal(visitorFacts(r, VARY_USER_AGENT), "\nUA");
+  assert.equal(visitorFacts(r, VARY_COUNTRY), "\nBE\nFR");
+  assert.equal(visitorFacts(r, VARY_LANGUAGE), "\nfr");
+  assert.equal(visitorFacts(r, VARY_USER_AGENT | VARY_COUNTRY | VARY_LANGUAGE), "\nUA\nBE\nFR\nfr");
+  assert.equal(visitorFacts(request({}, undefined), VARY_USER_AGENT | VARY_COUNTRY), "\n\n\n");
 });

@@ -231,6 +231,9 @@ pub enum Outcome {
         /// The card, its image already checked ([`usable_fallback`]) or left out.
         preview: Preview,
     },
+    /// `200` with the link's password form ([`crate::password_form`]): the link has a password and the visitor
+    /// holds no cookie for it. Never a click.
+    Locked,
 }
 
 /// An outcome and what analytics should know about it.
@@ -286,16 +289,18 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
     if !link.is_active {
         return Decision::fallback(FallbackReason::Paused);
     }
-    // The worker cannot ask for a password yet: a link with one is paused here too, whatever its record says, so
-    // it fails closed even should an origin publish it open (the origin publishes it paused until then).
-    if link.password_hash.is_some() {
-        return Decision::fallback(FallbackReason::Paused);
-    }
     if link.expired(now_ms) {
         return expired(link, blocklist);
     }
-    // The link's rules choose among its destinations (issue 25); every check below applies to the one chosen.
-    let chosen = smart::destination(link, visitor, query, now_ms);
+    // The link's rules choose among its destinations (issue 25); every check below applies to the one chosen. Not
+    // for a visitor still at a password's form: the rules come after the password, and what they would choose
+    // (even whether it is blocked) is none of that visitor's business.
+    let locked = link.password_hash.is_some() && !visitor.unlocked;
+    let chosen = if locked {
+        link.long_url.as_str()
+    } else {
+        smart::destination(link, visitor, query, now_ms)
+    };
     let Some(destination) = location(chosen) else {
         return Decision::fallback(FallbackReason::BadDestination);
     };
@@ -318,6 +323,18 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
     };
     let mut decision = apply_group_rules(destination, group, visitor, blocklist);
     decision.status = smart::redirect_status(link);
+    // Then the password: a visitor the group lets through gets the form, never the destination (nor a card naming
+    // it), until they hold the link's cookie. Not a click.
+    if locked
+        && matches!(
+            decision.outcome,
+            Outcome::Destination(_) | Outcome::Interstitial { .. }
+        )
+    {
+        decision.outcome = Outcome::Locked;
+        decision.analytics = false;
+        return decision;
+    }
     // A crawler the group lets through gets the link's card instead of the redirect. Not for a link with a
     // password: its card would be shown to whoever pastes it, and the page names the destination.
     if let (Some(card), Outcome::Destination(destination)) = (&link.preview, &decision.outcome)
@@ -690,14 +707,70 @@ mod tests {
             persistent(&link, Some(&rules()), &slack, None).outcome,
             Outcome::Blocked { .. }
         ));
-        // A link with a password never shows its card, nor (until the edge asks for passwords) redirects anyone.
+        // A link with a password never shows its card: crawlers get the form, as people do.
         link.password_hash = Some("pbkdf2-sha256$1$AAAA$AAAA".into());
         for visitor in [&slack, &human("US")] {
             assert_eq!(
                 persistent(&link, None, visitor, None).outcome,
-                Outcome::Fallback(FallbackReason::Paused)
+                Outcome::Locked
             );
         }
+        let unlocked_crawler = Visitor {
+            unlocked: true,
+            ..slack.clone()
+        };
+        assert_eq!(
+            persistent(&link, None, &unlocked_crawler, None).outcome,
+            Outcome::Destination("https://dest.example/".into()),
+            "no card for a password link, even past its form"
+        );
+    }
+
+    #[test]
+    fn a_password_comes_after_the_group_and_before_the_rules() {
+        let mut link = smart_link();
+        link.password_hash = Some("pbkdf2-sha256$1$AAAA$AAAA".into());
+        let group = rules();
+        // Blocked by the group: never sees the form.
+        assert!(matches!(
+            persistent(&link, Some(&group), &human("RU"), None).outcome,
+            Outcome::Blocked { .. }
+        ));
+        // Let through: the form, not counted, whatever the rules would choose.
+        let d = persistent(&link, Some(&group), &human("US"), Some("x=1"));
+        assert_eq!(d.outcome, Outcome::Locked);
+        assert!(!crate::analytics::counts(&d, false, &human("US")));
+        // A visitor whose rule leads to a blocked destination learns nothing of it before the password: the form.
+        assert_eq!(
+            persistent(&link, Some(&group), &human("FR"), None).outcome,
+            Outcome::Locked
+        );
+        let unlocked_fr = Visitor {
+            unlocked: true,
+            ..human("FR")
+        };
+        assert_eq!(
+            persistent(&link, Some(&group), &unlocked_fr, None).outcome,
+            Outcome::Fallback(FallbackReason::BlockedDestination)
+        );
+        // With the cookie: the rules' destination, counted as any click.
+        let unlocked = Visitor {
+            unlocked: true,
+            ..human("US")
+        };
+        let d = persistent(&link, Some(&group), &unlocked, Some("x=1"));
+        assert_eq!(
+            d.outcome,
+            Outcome::Destination("https://dest.example/?x=1".into())
+        );
+        assert!(crate::analytics::counts(&d, false, &unlocked));
+        // An expired protected link goes to its expired_url without asking: it leads nowhere the password guards.
+        link.expires_at = Some(NOW_MS);
+        link.expired_url = Some("https://sold-out.example/".into());
+        assert_eq!(
+            persistent(&link, Some(&group), &human("US"), None).outcome,
+            Outcome::Destination("https://sold-out.example/".into())
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! - `GET`/`HEAD /e/<group_id>?signature=<token>`: a dynamic link, evaluated as spec 4.5 orders it (decrypt with
 //!   the group key, destination and expiry rules, access rules, monetization, `back_param`, redirect). Every
 //!   failure is a silent `302` to the domain's fallback.
+//! - `POST /<short_code>`: a protected link's password form, posted ([`password`]).
 //! - `POST /__shortlink/sync`: the origin's authenticated KV writer ([`sync`]).
 //!
 //! With `ORIGIN_URL` and `ORIGIN_SECRET` set, a link missing from KV is looked up at the origin ([`origin`]) and
@@ -14,7 +15,7 @@
 //! ([`click_queue`]: the same worker consumes the queue, and refused batches go to a dead-letter queue).
 //!
 //! The decision (which status, which URL, which page, which click) is plain Rust in [`route`], [`visitor`],
-//! [`decision`], [`smart`], [`preview`], [`forward_query`], [`reply`], [`interstitial`], [`origin`], [`analytics`] and [`click_queue`],
+//! [`decision`], [`smart`], [`preview`], [`password`], [`password_form`], [`forward_query`], [`reply`], [`interstitial`], [`origin`], [`analytics`] and [`click_queue`],
 //! and so are the isolate cache ([`cache`]), the byte-bounded maps of what an isolate keeps ([`bounded`]), the
 //! coordination of loads ([`loads`]), the sync route's rules ([`sync`]) and the log lines written for every failure
 //! absorbed into a fallback ([`log`], throttled where a failure repeats per request), all tested on the host. The Workers entry points and the I/O (KV, the origin, the queues, the sync route's writes, the console)
@@ -33,6 +34,8 @@ pub mod interstitial;
 pub mod loads;
 pub mod log;
 pub mod origin;
+pub mod password;
+pub mod password_form;
 pub mod preview;
 pub mod reply;
 pub mod route;

@@ -119,6 +119,30 @@ pub fn origin_lookup_failed(host: &str, short_code: &str, failure: Failure) -> L
     line(Level::Error, "origin_lookup_failed", fields)
 }
 
+/// The origin did not answer a protected link's attempt reservation: the visitor was told the password cannot be
+/// checked right now (never let through unchecked). No password, address or cookie in the line.
+pub fn origin_password_attempt_failed(host: &str, short_code: &str, failure: Failure) -> Line {
+    let mut fields = vec![
+        ("host", Value::from(short(host))),
+        ("short_code", Value::from(short(short_code))),
+    ];
+    fields.extend(failure_fields(failure));
+    line(Level::Error, "origin_password_attempt_failed", fields)
+}
+
+/// A protected link's stored password hash is not one this worker can read: nobody can open the link (its form
+/// says the password cannot be checked), until the origin publishes a readable hash.
+pub fn password_hash_unusable(host: &str, short_code: &str) -> Line {
+    line(
+        Level::Error,
+        "password_hash_unusable",
+        vec![
+            ("host", Value::from(short(host))),
+            ("short_code", Value::from(short(short_code))),
+        ],
+    )
+}
+
 /// A report of `events` click events was not taken: kept for the next flush (`retry`) or dropped for good
 /// (`drop`, a 4xx such as 401: the same batch would be refused again).
 pub fn origin_clicks_failed(failure: Failure, events: usize, retry: bool) -> Line {

@@ -5,6 +5,8 @@
 //! - `GET {ORIGIN_URL}/internal/v1/links/{host}/{code}` → `200` a [`ResolvedLink`] (the link record and its
 //!   group's record), `404` unknown.
 //! - `POST {ORIGIN_URL}/internal/v1/clicks` with `{"events":[…]}` → `200 {"stored":n}`.
+//! - `POST {ORIGIN_URL}/internal/v1/password-attempts` (and `…/give-back`): a protected link's throttle
+//!   ([`crate::password`]).
 
 use kv_model::{GroupRecord, ResolvedLink};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -60,6 +62,21 @@ impl Origin {
     /// The click report URL.
     pub fn clicks_url(&self) -> String {
         format!("{}/internal/v1/clicks", self.base)
+    }
+
+    /// The password-attempt reservation URL (`crate::password`).
+    pub fn password_attempts_url(&self) -> String {
+        format!("{}/internal/v1/password-attempts", self.base)
+    }
+
+    /// The URL giving a reserved password attempt back.
+    pub fn give_back_url(&self) -> String {
+        format!("{}/internal/v1/password-attempts/give-back", self.base)
+    }
+
+    /// The secret, as the key of the password cookies' HMAC (`crate::password`).
+    pub fn secret(&self) -> &str {
+        &self.secret
     }
 
     /// The `Authorization` header value.
@@ -174,6 +191,14 @@ mod tests {
         );
         assert_eq!(o.clicks_url(), "http://127.0.0.1:8080/internal/v1/clicks");
         assert_eq!(o.authorization(), "Bearer s3cret");
+        assert_eq!(
+            o.password_attempts_url(),
+            "http://127.0.0.1:8080/internal/v1/password-attempts"
+        );
+        assert_eq!(
+            o.give_back_url(),
+            "http://127.0.0.1:8080/internal/v1/password-attempts/give-back"
+        );
         let sub = Origin::from_vars(Some("https://origin.example/api//"), Some("s")).unwrap();
         assert_eq!(
             sub.clicks_url(),

@@ -34,6 +34,18 @@ pub enum Page {
         /// The card.
         preview: kv_model::Preview,
     },
+    /// A protected link's password form ([`crate::password_form`]), with what went wrong last time; its status is
+    /// the notice's (`200`, `429` with `Retry-After`, `503`).
+    PasswordForm(crate::password_form::Notice),
+    /// `303` back to the link (`location`: its path and query) after its form was posted: with the cookie that
+    /// remembers a right password (`set_cookie`: a `Set-Cookie` value), or without one when the link was no longer
+    /// at its form (the `GET` then answers as it does).
+    SeeOther {
+        /// The link's path and query, as requested.
+        location: String,
+        /// The cookie, after a right password.
+        set_cookie: Option<String>,
+    },
     /// `404`: a fallback was needed but none is configured (nor the worker's default).
     NoFallback,
     /// `405` for methods other than `GET` and `HEAD`.
@@ -105,10 +117,10 @@ pub fn reply(page: &Page, head: bool) -> Reply {
             body: if head { String::new() } else { body.into() },
         }
     };
-    // A page of our own (the interstitial, a preview card): `200`, its CSP, never framed or sniffed; rendered only
-    // for `GET`.
-    let html = |csp: &'static str, render: &dyn Fn() -> String| Reply {
-        status: 200,
+    // A page of our own (the interstitial, a preview card, the password form): its CSP, never framed or sniffed;
+    // rendered only for `GET`.
+    let html = |status: u16, csp: &'static str, render: &dyn Fn() -> String| Reply {
+        status,
         headers: vec![
             ("Content-Type", "text/html; charset=utf-8".into()),
             ("Cache-Control", CACHE_CONTROL.into()),
@@ -126,15 +138,36 @@ pub fn reply(page: &Page, head: bool) -> Reply {
         Page::Interstitial {
             destination,
             seconds,
-        } => html(interstitial::CONTENT_SECURITY_POLICY, &|| {
+        } => html(200, interstitial::CONTENT_SECURITY_POLICY, &|| {
             interstitial::render(destination, *seconds)
         }),
         Page::Preview {
             destination,
             preview,
-        } => html(crate::preview::CONTENT_SECURITY_POLICY, &|| {
+        } => html(200, crate::preview::CONTENT_SECURITY_POLICY, &|| {
             crate::preview::render(destination, preview)
         }),
+        Page::PasswordForm(notice) => {
+            let mut reply = html(
+                notice.status(),
+                crate::password_form::CONTENT_SECURITY_POLICY,
+                &|| crate::password_form::render(*notice),
+            );
+            if let crate::password_form::Notice::Wait(secs) = notice {
+                reply.headers.push(("Retry-After", secs.to_string()));
+            }
+            reply
+        }
+        Page::SeeOther {
+            location,
+            set_cookie,
+        } => {
+            let mut reply = redirect(location, 303, true);
+            if let Some(cookie) = set_cookie {
+                reply.headers.push(("Set-Cookie", cookie.clone()));
+            }
+            reply
+        }
         Page::NoFallback => text(404, "Not found\n", None),
         Page::MethodNotAllowed => text(
             405,
@@ -181,6 +214,46 @@ mod tests {
         assert!(r.header("content-type").unwrap().starts_with("text/html"));
         assert!(r.body.contains("href=\"https://d.example/\""));
         assert!(reply(&page, true).body.is_empty());
+    }
+
+    #[test]
+    fn password_pages() {
+        use crate::password_form::Notice;
+        let form = reply(&Page::PasswordForm(Notice::None), false);
+        assert_eq!(form.status, 200);
+        assert_eq!(
+            form.header("content-security-policy"),
+            Some(crate::password_form::CONTENT_SECURITY_POLICY)
+        );
+        assert_eq!(form.header("cache-control"), Some(CACHE_CONTROL));
+        assert_eq!(form.header("x-frame-options"), Some("DENY"));
+        assert!(form.body.contains("This link is protected"));
+        let wait = reply(&Page::PasswordForm(Notice::Wait(90)), false);
+        assert_eq!((wait.status, wait.header("retry-after")), (429, Some("90")));
+        assert!(
+            reply(&Page::PasswordForm(Notice::Wrong), true)
+                .body
+                .is_empty()
+        );
+        let unlocked = reply(
+            &Page::SeeOther {
+                location: "/abc?x=1".into(),
+                set_cookie: Some("sl_pw=1.x; Path=/abc".into()),
+            },
+            false,
+        );
+        assert_eq!(unlocked.status, 303);
+        assert_eq!(unlocked.header("location"), Some("/abc?x=1"));
+        assert_eq!(unlocked.header("set-cookie"), Some("sl_pw=1.x; Path=/abc"));
+        assert_eq!(unlocked.header("cache-control"), Some(CACHE_CONTROL));
+        let back = reply(
+            &Page::SeeOther {
+                location: "/abc".into(),
+                set_cookie: None,
+            },
+            false,
+        );
+        assert_eq!((back.status, back.header("set-cookie")), (303, None));
     }
 
     #[test]

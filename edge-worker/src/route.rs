@@ -24,6 +24,11 @@ pub enum Route {
     },
     /// `GET`/`HEAD` of `/` or of a path that cannot be a link: the domain's fallback.
     Fallback,
+    /// `POST /<short_code>`: a protected link's password form, posted; the code is lowercased.
+    Unlock {
+        /// The short code, lowercase.
+        code: String,
+    },
     /// `POST /__shortlink/sync`.
     Sync,
     /// Any other method: `405`.
@@ -34,6 +39,16 @@ pub enum Route {
 pub fn route(method: &str, path: &str, query: Option<&str>) -> Route {
     if method == "POST" && path == SYNC_PATH {
         return Route::Sync;
+    }
+    if method == "POST" {
+        let rest = path.strip_prefix('/').unwrap_or(path);
+        return if is_short_code(rest) {
+            Route::Unlock {
+                code: rest.to_ascii_lowercase(),
+            }
+        } else {
+            Route::MethodNotAllowed
+        };
     }
     if method != "GET" && method != "HEAD" {
         return Route::MethodNotAllowed;
@@ -205,7 +220,12 @@ mod tests {
     fn methods() {
         assert_eq!(route("POST", SYNC_PATH, None), Route::Sync);
         assert_eq!(route("GET", SYNC_PATH, None), Route::Fallback);
-        assert_eq!(route("POST", "/abc", None), Route::MethodNotAllowed);
+        assert_eq!(
+            route("POST", "/Abc", None),
+            Route::Unlock { code: "abc".into() }
+        );
+        assert_eq!(route("POST", "/e/x", None), Route::MethodNotAllowed);
+        assert_eq!(route("POST", "/", None), Route::MethodNotAllowed);
         assert_eq!(route("PUT", SYNC_PATH, None), Route::MethodNotAllowed);
         assert_eq!(route("OPTIONS", "/", None), Route::MethodNotAllowed);
     }

@@ -19,19 +19,56 @@ use crate::visitor::{Visitor, device};
 pub const MAX_QUERY_PAIRS: usize = 64;
 
 /// Whether the link's decision looks at the visitor (its rules do, and its preview card, for crawlers). Such a
-/// link's answer depends on more than the URL: the shell reads the visitor facts for it and never keeps its answer
-/// for the next request.
+/// link's answer depends on more than the URL: the shell reads the visitor facts for it, and an answer kept for
+/// the next request is kept under the facts the rules read ([`vary`]).
 pub fn needs_visitor(link: &LinkRecord) -> bool {
     !link.rules.is_empty() || link.preview.is_some()
 }
 
-/// Whether the link is anything but plain: rules, a redirect status other than 302, a password, a preview card.
-/// The isolate's fast path (and the answers it keeps) serve plain links only; the full path serves the rest.
-pub fn is_plain(link: &LinkRecord) -> bool {
-    link.rules.is_empty()
-        && link.redirect_status.is_none()
-        && link.password_hash.is_none()
-        && link.preview.is_none()
+/// Whether the isolate's fast path may answer a live link, and keep its answer: not one with a password (the
+/// visitor's cookie decides, through WebCrypto) or a preview card (crawlers get a page, not a redirect). Rules and
+/// a redirect status are fine: the answer is a redirect decided from the link's record, the visitor facts
+/// [`vary`] names and the clock (bounded by [`next_change`]).
+pub fn fast_path_ok(link: &LinkRecord) -> bool {
+    link.password_hash.is_none() && link.preview.is_none()
+}
+
+/// The User-Agent: a rule reads the device or the operating system.
+pub const VARY_USER_AGENT: u32 = 1;
+/// The country (`request.cf.country`, else `CF-IPCountry`).
+pub const VARY_COUNTRY: u32 = 2;
+/// The `Accept-Language` header.
+pub const VARY_LANGUAGE: u32 = 4;
+
+/// Which request facts besides the URL (which carries the query) the link's rules read, as `VARY_*` bits: the
+/// entry module keys a kept answer by exactly these, so a visitor is never given the answer decided for another
+/// (`edge-worker/js/entry.js`). 0 for a link without rules.
+pub fn vary(link: &LinkRecord) -> u32 {
+    link.rules.iter().fold(0, |bits, rule| {
+        let w = &rule.when;
+        let mut bits = bits;
+        if !w.device.is_empty() || !w.os.is_empty() {
+            bits |= VARY_USER_AGENT;
+        }
+        if !w.country.is_empty() {
+            bits |= VARY_COUNTRY;
+        }
+        if !w.language.is_empty() {
+            bits |= VARY_LANGUAGE;
+        }
+        bits
+    })
+}
+
+/// The first instant after `now_ms` at which a rule's time window opens or closes (UNIX ms): until then the
+/// rules' answer to the same request cannot change with the clock. `None` when no window is ahead.
+pub fn next_change(link: &LinkRecord, now_ms: i64) -> Option<i64> {
+    link.rules
+        .iter()
+        .flat_map(|r| [r.when.after, r.when.before])
+        .flatten()
+        .filter(|at| *at > now_ms)
+        .min()
 }
 
 /// The destination of the first rule whose every condition holds for the visitor, else the link's `long_url`.
@@ -226,14 +263,59 @@ mod tests {
     }
 
     #[test]
-    fn statuses_and_plainness() {
+    fn what_an_answer_varies_by_and_until_when() {
+        let mut l = link(vec![
+            rule(
+                Conditions {
+                    os: vec![Os::Ios],
+                    ..Conditions::default()
+                },
+                "https://apps.apple.com/app",
+            ),
+            rule(
+                Conditions {
+                    query: vec![("ref".into(), "*".into())],
+                    after: Some(1_000),
+                    before: Some(3_000),
+                    ..Conditions::default()
+                },
+                "https://ref.example/",
+            ),
+        ]);
+        assert_eq!(vary(&l), VARY_USER_AGENT, "the query is in the URL");
+        l.rules[1].when.country = vec!["DE".into()];
+        l.rules[1].when.language = vec!["de".into()];
+        assert_eq!(vary(&l), VARY_USER_AGENT | VARY_COUNTRY | VARY_LANGUAGE);
+        l.rules[0].when = Conditions {
+            device: vec![link_rules::Device::Mobile],
+            ..Conditions::default()
+        };
+        assert_eq!(vary(&l) & VARY_USER_AGENT, VARY_USER_AGENT);
+        assert_eq!(vary(&link(Vec::new())), 0);
+        // The windows' edges still ahead bound the answer; an edge at `now` has passed.
+        assert_eq!(next_change(&l, 0), Some(1_000));
+        assert_eq!(next_change(&l, 1_000), Some(3_000));
+        assert_eq!(next_change(&l, 3_000), None);
+        assert_eq!(next_change(&link(Vec::new()), 0), None);
+        // Passwords and cards keep a link off the fast path; rules and statuses do not.
+        l.redirect_status = Some(301);
+        assert!(fast_path_ok(&l));
+        l.password_hash = Some("pbkdf2-sha256$1$AAAA$AAAA".into());
+        assert!(!fast_path_ok(&l));
+        l.password_hash = None;
+        l.preview = Some(kv_model::Preview::default());
+        assert!(!fast_path_ok(&l));
+    }
+
+    #[test]
+    fn statuses() {
         let mut l = link(Vec::new());
-        assert!(is_plain(&l) && !needs_visitor(&l));
+        assert!(fast_path_ok(&l) && !needs_visitor(&l));
         assert_eq!(redirect_status(&l), 302);
         for s in [301, 302, 307, 308] {
             l.redirect_status = Some(s);
             assert_eq!(redirect_status(&l), s);
-            assert!(!is_plain(&l));
+            assert!(fast_path_ok(&l), "a status keeps the fast path");
         }
         l.redirect_status = Some(200);
         assert_eq!(

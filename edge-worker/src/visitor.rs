@@ -20,6 +20,9 @@ pub struct Visitor {
     /// The `Accept-Language` header, at most [`MAX_ACCEPT_LANGUAGE`] bytes; read only for a link whose rules may
     /// look at the language (empty otherwise, and when missing).
     pub accept_language: String,
+    /// Whether the visitor holds a valid password cookie for the link asked for (`crate::password`): checked by the
+    /// shell, only for a link with a password.
+    pub unlocked: bool,
 }
 
 /// Longest `Accept-Language` kept: browsers send under 100 bytes; the first preference is all the rules read.
@@ -45,6 +48,7 @@ impl Visitor {
                 .map(|s| s as u8),
             verified_bot,
             accept_language: String::new(),
+            unlocked: false,
         }
     }
 

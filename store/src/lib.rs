@@ -32,6 +32,7 @@ mod link_export;
 mod link_import;
 mod link_options;
 mod link_password;
+mod link_password_attempts;
 mod link_tags;
 mod link_writer;
 mod links;
@@ -76,6 +77,7 @@ pub use link_import::{
 };
 pub use link_options::{LinkOptions, LinkOptionsPatch, SmartFields};
 pub use link_password::{LINK_PASSWORD_ITERATIONS, verify_link_password};
+pub use link_password_attempts::LinkAttempt;
 pub use links::LinkPage;
 pub use listed::ListedLink;
 pub use members::{

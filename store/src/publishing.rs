@@ -264,10 +264,9 @@ impl Db {
             description: r.try_get("og_description")?,
             image: r.try_get("og_image")?,
         };
+        // The worker asks for the password (its form, the throttle through the origin, the cookie): the hash goes
+        // into the record as it is. Workers older than the form ignored it, hence the README's upgrade order.
         let password_hash: Option<String> = r.try_get("password_hash")?;
-        // Fail closed until the worker checks passwords (issue 25's edge part): today's worker ignores the hash,
-        // so a protected link is published paused (visitors get the domain's fallback), never open to everyone.
-        let active = active && password_hash.is_none();
         Ok(Some(LinkRecord {
             expires_at: if limit_reached { Some(0) } else { expires_at },
             forward_query: r.try_get::<i64, _>("forward_query")? != 0,

@@ -1031,6 +1031,23 @@ async fn smart_links_route_each_visitor() {
                     l.redirect_status = Some(308);
                 }),
             ),
+            // One destination under each status: the isolate keeps one redirect per status and location.
+            (
+                format!("link:{HOST}:s301"),
+                link_with("https://dest.example/new-home", |l| {
+                    l.redirect_status = Some(301);
+                }),
+            ),
+            (
+                format!("link:{HOST}:s307"),
+                link_with("https://dest.example/new-home", |l| {
+                    l.redirect_status = Some(307);
+                }),
+            ),
+            (
+                format!("link:{HOST}:s302"),
+                link("https://dest.example/new-home", GROUP, true),
+            ),
             (
                 format!("link:{HOST}:gone"),
                 link_with("https://dest.example/", |l| {
@@ -1122,14 +1139,52 @@ async fn smart_links_route_each_visitor() {
     ] {
         w.visit(HOST, path, &headers).await.assert_redirect(want);
     }
-    // The link's redirect status, again and again (a fast-path answer would be a 302).
+    // The link's redirect status, again and again, each link's own though all share one destination.
     for _ in 0..3 {
-        let v = w.visit(HOST, "/moved", &[]).await;
-        assert_eq!(
-            (v.status, v.header("location")),
-            (308, Some("https://dest.example/new-home"))
-        );
+        for (path, status) in [
+            ("/moved", 308),
+            ("/s301", 301),
+            ("/s307", 307),
+            ("/s302", 302),
+        ] {
+            let v = w.visit(HOST, path, &[]).await;
+            assert_eq!(
+                (v.status, v.header("location")),
+                (status, Some("https://dest.example/new-home")),
+                "{path}"
+            );
+        }
     }
+    // A window that opens in a moment: before, the rule does not hold, however often asked (the answer is kept);
+    // from the instant it opens, it does.
+    let opens_ms = i64::try_from(now().as_millis()).expect("milliseconds fit") + 2_000;
+    w.sync(
+        vec![(
+            format!("link:{HOST}:opening"),
+            link_with("https://dest.example/not-yet", |l| {
+                l.rules = vec![rule(
+                    Conditions {
+                        after: Some(opens_ms),
+                        ..Conditions::default()
+                    },
+                    "https://dest.example/open",
+                )];
+            }),
+        )],
+        vec![],
+    )
+    .await;
+    w.visit(HOST, "/opening", &[])
+        .await
+        .assert_redirect("https://dest.example/not-yet");
+    w.visit(HOST, "/opening", &[])
+        .await
+        .assert_redirect("https://dest.example/not-yet");
+    let opens = std::time::Duration::from_millis(u64::try_from(opens_ms).expect("positive"));
+    tokio::time::sleep(opens.saturating_sub(now()) + std::time::Duration::from_millis(50)).await;
+    w.visit(HOST, "/opening", &[])
+        .await
+        .assert_redirect("https://dest.example/open");
     // Expired: the expired_url, as a temporary redirect whatever the link's status; blocked: the fallback.
     let v = w.visit(HOST, "/gone?x=1", &[]).await;
     assert_eq!(

@@ -914,3 +914,276 @@ async fn smart_links_set_through_the_api_route_visitors_at_the_edge() {
     )
     .await;
 }
+
+/// Issue 25's password flow through the real origin and workerd: the form, a wrong and a right password, the cookie
+/// (remembered, scoped to its link, not forgeable), the throttle exact under parallel guesses, and the password
+/// never in a log line.
+#[tokio::test]
+async fn password_protected_links_ask_at_the_edge() {
+    const PASSWORD: &str = "open sesame";
+    let (s, links) =
+        stack_with_links(&["https://dest.example/secret", "https://dest.example/other"]).await;
+    let api = s.origin.api(&s.account);
+    let (path, other) = (code(&links[0]), code(&links[1]));
+    api.patch_link(&id(&links[0]), json!({"password": PASSWORD}))
+        .await;
+    api.patch_link(&id(&links[1]), json!({"password": "another one"}))
+        .await;
+    let asks = |path: String| {
+        let w = &s.worker;
+        async move {
+            let v = w.visit(HOST, &path, &[]).await;
+            v.status == 200 && v.body.contains("This link is protected")
+        }
+    };
+    eventually(PROPAGATION, "the form reaches the edge", || {
+        asks(path.clone())
+    })
+    .await;
+    eventually(PROPAGATION, "the second link's form", || {
+        asks(other.clone())
+    })
+    .await;
+    let form = s.worker.visit(HOST, &path, &[]).await;
+    assert!(
+        form.header("content-security-policy")
+            .is_some_and(|c| c.starts_with("default-src 'none'")),
+        "{:?}",
+        form.headers
+    );
+    assert_eq!(
+        form.header("cache-control"),
+        Some("private, no-store, max-age=0")
+    );
+    assert!(
+        !form.body.contains("dest.example"),
+        "the form never names the destination"
+    );
+    for label in ["Password", "Continue"] {
+        assert!(form.body.contains(label), "{label}");
+    }
+
+    let post = |path: String, password: String, address: &'static str| {
+        let w = &s.worker;
+        async move {
+            // The test's passwords are letters, digits and spaces: a form encodes spaces as `+`.
+            let body = format!("password={}", password.replace(' ', "+"));
+            let resp = w
+                .request(Method::POST, HOST, &path)
+                .header("User-Agent", BROWSER_UA)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .header("CF-Connecting-IP", address)
+                .body(body)
+                .send()
+                .await
+                .expect("POST to the worker");
+            let status = resp.status().as_u16();
+            let location = resp
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let cookie = resp
+                .headers()
+                .get("set-cookie")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            (
+                status,
+                location,
+                cookie,
+                resp.text().await.unwrap_or_default(),
+            )
+        }
+    };
+    // Wrong: the form again, saying so; no cookie.
+    let (status, _, cookie, body) = post(path.clone(), "nope".into(), "203.0.113.7").await;
+    assert_eq!((status, cookie), (200, None), "{body}");
+    assert!(body.contains("Wrong password"), "{body}");
+    // Right: back to the link (its query kept) with the cookie.
+    let (status, location, cookie, _) = post(
+        format!("{path}?utm_source=mail"),
+        PASSWORD.into(),
+        "203.0.113.7",
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, Some(format!("{path}?utm_source=mail")));
+    let cookie = cookie.expect("Set-Cookie");
+    for attribute in [
+        &format!("Path={path}") as &str,
+        "Max-Age=86400",
+        "HttpOnly",
+        "Secure",
+        "SameSite=Lax",
+    ] {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+    }
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    assert!(pair.starts_with("sl_pw="), "{pair}");
+    // Remembered: the link redirects with it (the query forwarded as for any link)...
+    s.worker
+        .visit(
+            HOST,
+            &format!("{path}?utm_source=mail"),
+            &[("Cookie", &pair)],
+        )
+        .await
+        .assert_destination("https://dest.example/secret?utm_source=mail");
+    // ...but it opens nothing else, and cannot be stretched or forged.
+    let form_again = |v: e2e::Visit| v.status == 200 && v.body.contains("This link is protected");
+    assert!(form_again(
+        s.worker.visit(HOST, &other, &[("Cookie", &pair)]).await
+    ));
+    let (expiry, mac) = pair["sl_pw=".len()..].split_once('.').unwrap();
+    let later = format!("sl_pw={}.{mac}", expiry.parse::<u64>().unwrap() + 60);
+    assert!(form_again(
+        s.worker.visit(HOST, &path, &[("Cookie", &later)]).await
+    ));
+    let mut flipped = mac.to_owned().into_bytes();
+    flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
+    let forged = format!("sl_pw={expiry}.{}", String::from_utf8(flipped).unwrap());
+    assert!(form_again(
+        s.worker.visit(HOST, &path, &[("Cookie", &forged)]).await
+    ));
+
+    // The throttle: of 15 parallel wrong guesses from one address, exactly 10 are checked; the rest, and then even
+    // the right password, are told to wait. Another address is not affected.
+    let guesses = futures::future::join_all(
+        (0..15).map(|i| post(path.clone(), format!("guess {i}"), "198.51.100.9")),
+    )
+    .await;
+    let statuses: Vec<u16> = guesses.iter().map(|g| g.0).collect();
+    assert_eq!(
+        (
+            statuses.iter().filter(|s| **s == 200).count(),
+            statuses.iter().filter(|s| **s == 429).count()
+        ),
+        (10, 5),
+        "{statuses:?}"
+    );
+    let (status, _, cookie, body) = post(path.clone(), PASSWORD.into(), "198.51.100.9").await;
+    assert_eq!((status, cookie), (429, None));
+    assert!(body.contains("Too many wrong attempts"), "{body}");
+    let (status, _, cookie, _) = post(path.clone(), PASSWORD.into(), "203.0.113.8").await;
+    assert_eq!(status, 303);
+    assert!(cookie.is_some());
+    // The other link's budget is its own.
+    let (status, _, _, _) = post(other.clone(), "another one".into(), "198.51.100.9").await;
+    assert_eq!(status, 303);
+
+    // The password never reaches a log line.
+    assert!(
+        !s.worker
+            .output()
+            .iter()
+            .any(|l| l.contains(PASSWORD) || l.contains("guess ")),
+        "a password in the worker's output"
+    );
+    // Removed: the link redirects everyone again.
+    api.patch_link(&id(&links[0]), json!({"password": null}))
+        .await;
+    propagates(
+        &s.worker,
+        &path,
+        "https://dest.example/secret",
+        "a link without its password redirects",
+    )
+    .await;
+}
+
+/// Issue 25's `max_clicks` at the edge, through the real origin: visitors clicking one every 100 ms are redirected
+/// until the counted clicks reach the limit, then sent to the link's `expired_url`. The overshoot (clicks let
+/// through after the limit was reached, while the click report and the republished record were on their way) is
+/// printed: the README's bound quotes it. Every redirect was counted, the overshoot's too.
+#[tokio::test]
+async fn a_link_stops_at_its_max_clicks() {
+    const LIMIT: i64 = 5;
+    let s = stack().await;
+    let api = s.origin.api(&s.account);
+    let tracked = s.db.group(
+        &s.account,
+        "limited",
+        json!({"analytics": {"enabled": true}}),
+    );
+    let link = api
+        .link("https://dest.example/limited", Some(&tracked.id))
+        .await;
+    let (path, link_id) = (code(&link), id(&link));
+    api.patch_link(
+        &link_id,
+        json!({"max_clicks": LIMIT, "expired_url": "https://dest.example/sold-out"}),
+    )
+    .await;
+    // The group first (a link answered before its group arrived would count nothing), then the link; HEADs never
+    // count.
+    let key = tracked.signing_key();
+    let dynamic = dynamic_path(
+        &tracked.id,
+        &token(&key, &Payload::new("https://dest.example/d")),
+    );
+    eventually(PROPAGATION, "the group is at the edge", || async {
+        let v = s.worker.send(Method::HEAD, HOST, &dynamic, &[]).await;
+        v.header("location") == Some("https://dest.example/d")
+    })
+    .await;
+    eventually(PROPAGATION, "the limited link is at the edge", || async {
+        let v = s.worker.send(Method::HEAD, HOST, &path, &[]).await;
+        v.header("location") == Some("https://dest.example/limited")
+    })
+    .await;
+
+    let started = Instant::now();
+    let (mut redirected, mut reached_at) = (0_i64, None);
+    let stopped_after = loop {
+        let v = s.worker.visit(HOST, &path, &[("CF-IPCountry", "DE")]).await;
+        match v.header("location") {
+            Some("https://dest.example/limited") => redirected += 1,
+            Some("https://dest.example/sold-out") => break started.elapsed(),
+            other => panic!("unexpected answer {} {other:?}", v.status),
+        }
+        if redirected == LIMIT {
+            reached_at = Some(started.elapsed());
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the link never stopped ({redirected} clicks)"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let reached_at = reached_at.expect("the limit was reached");
+    eprintln!(
+        "max_clicks {LIMIT}: {redirected} redirected, overshoot {} click(s), stopped {:?} after the limit's click",
+        redirected - LIMIT,
+        stopped_after - reached_at
+    );
+    assert!(redirected >= LIMIT, "stopped early: {redirected}");
+    // The overshoot at one click every 100 ms: the report's flush, the ingestion and the publish through the sync
+    // route take well under the 3 s this allows (README, "Smart links", max_clicks).
+    assert!(
+        redirected - LIMIT <= 30,
+        "overshoot {} past the bound",
+        redirected - LIMIT
+    );
+    // It stays stopped; and every redirect was a counted click.
+    for _ in 0..3 {
+        s.worker
+            .visit(HOST, &path, &[])
+            .await
+            .assert_redirect("https://dest.example/sold-out");
+    }
+    eventually(PROPAGATION, "every redirect counted", || async {
+        api.stats(&link_id).await["total"].as_i64() == Some(redirected)
+    })
+    .await;
+    // Raising the limit opens the link again.
+    api.patch_link(&link_id, json!({"max_clicks": redirected + 10}))
+        .await;
+    propagates(
+        &s.worker,
+        &path,
+        "https://dest.example/limited",
+        "a raised limit opens the link",
+    )
+    .await;
+}

@@ -8,8 +8,9 @@
 //! redirect it gives the instant until which the same request gets the same answer, for the entry module's
 //! answers (`edge-worker/js/entry.js`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
+use wasm_bindgen::JsValue;
 use worker::worker_sys::web_sys;
 
 use super::records;
@@ -24,6 +25,8 @@ use crate::visitor::Visitor;
 /// The redirect for `req` when the isolate holds everything it needs, and until when (UNIX ms) it stays the
 /// answer to the same request ([`decision::answer_until`]); else `None`.
 pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Response, u64)> {
+    // A request answered otherwise never reports the previous answer's facts.
+    ANSWER_VARY.with(|v| v.set(0));
     let method = req.method();
     let head = match method.as_str() {
         "GET" => false,
@@ -47,9 +50,9 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
             // A cached absence falls back, which needs the domain record: the full path.
             let (link, link_until) = records::fresh_link(&host, &code, now_ms)?;
             let link = link?;
-            // Smart links (rules, a chosen status, a password, a preview) take the full path: their answer may
-            // depend on the visitor, and the redirects kept here are 302s.
-            if !link.is_active || link.expired(now) || !smart::is_plain(&link) {
+            // A link with a password or a preview card takes the full path (a cookie or a crawler changes the
+            // answer); rules and a redirect status do not: their answer is keyed by the facts the rules read.
+            if !link.is_active || link.expired(now) || !smart::fast_path_ok(&link) {
                 return None;
             }
             let (group, group_until) = records::fresh_group(&link.group_id, now_ms)?;
@@ -57,17 +60,34 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
                 return None;
             }
             let (blocklist, blocklist_until) = records::fresh_blocklist(now_ms)?;
-            let forwarded = if link.forward_query { query } else { None };
+            let vary = smart::vary(&link);
+            let visitor = if vary == 0 {
+                Visitor::default()
+            } else {
+                visitor(req, vary)
+            };
+            // The rules may read the query whether or not the link forwards it.
+            let query = if link.forward_query || !link.rules.is_empty() {
+                query
+            } else {
+                None
+            };
             let decision = decision::decide_persistent(
                 Some(&link),
                 LinkGroup::Rules(&group.settings),
                 Some(blocklist.as_ref()),
-                &Visitor::default(),
-                forwarded,
+                &visitor,
+                query,
                 now,
             );
             let records_until = link_until.min(group_until).min(blocklist_until);
-            let until = decision::answer_until(records_until, link.expires_at);
+            // The answer lasts until the records' reload, the link's expiry or the next edge of a rule's window.
+            let changes_at = match (link.expires_at, smart::next_change(&link, now)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let until = decision::answer_until(records_until, changes_at);
+            ANSWER_VARY.with(|v| v.set(vary));
             (decision, until, true)
         }
         Route::Dynamic { group_id, token } => {
@@ -98,10 +118,51 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
     };
     match decision.outcome {
         Outcome::Destination(url) if !decision.analytics => {
-            Some((redirect(url, head, keep)?, until))
+            Some((redirect(url, decision.status, head, keep)?, until))
         }
         _ => None,
     }
+}
+
+/// The visitor facts `vary` names (`smart::VARY_*`), read from the request: only those, each a call out of wasm.
+/// The group needs none (the fast path's condition), so bot signals are not read.
+fn visitor(req: &web_sys::Request, vary: u32) -> Visitor {
+    let header = |bit: u32, name: &str| {
+        (vary & bit != 0)
+            .then(|| req.headers().get(name).ok().flatten())
+            .flatten()
+    };
+    let cf_country = (vary & smart::VARY_COUNTRY != 0)
+        .then(|| {
+            js_sys::Reflect::get(req, &JsValue::from_str("cf"))
+                .ok()
+                .filter(JsValue::is_object)
+                .and_then(|cf| js_sys::Reflect::get(&cf, &JsValue::from_str("country")).ok())
+                .and_then(|c| c.as_string())
+        })
+        .flatten();
+    Visitor::new(
+        cf_country.as_deref(),
+        header(smart::VARY_COUNTRY, "CF-IPCountry").as_deref(),
+        header(smart::VARY_USER_AGENT, "User-Agent").as_deref(),
+        None,
+        false,
+    )
+    .with_accept_language(header(smart::VARY_LANGUAGE, "Accept-Language").as_deref())
+}
+
+thread_local! {
+    /// [`answer_vary`] for the request the fast path last answered.
+    static ANSWER_VARY: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Which visitor facts (`smart::VARY_*` bits: 1 the User-Agent, 2 the country, 4 `Accept-Language`) the response
+/// [`super::fetch`] just returned depends on, besides the request's URL and `Host`: the entry module keeps such an
+/// answer under those facts too (`edge-worker/js/entry.js`). 0 for a plain link's answer.
+#[wasm_bindgen::prelude::wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export, like `fetch`
+pub fn answer_vary() -> u32 {
+    ANSWER_VARY.with(Cell::get)
 }
 
 /// What a kept `init` costs besides its header texts: the JS objects (`ResponseInit`, `Headers`, their wasm-bindgen
@@ -119,20 +180,32 @@ thread_local! {
         RefCell::new(BoundedMap::new(config::KEPT_INITS_BUDGET_BYTES));
 }
 
-/// The redirect to `location`, built from the kept `init` for it, or from a new one that is then kept if `keep`.
-fn redirect(location: String, head: bool, keep: bool) -> Option<web_sys::Response> {
+/// The redirect to `location` with `status`, built from the kept `init` for it, or from a new one that is then kept
+/// if `keep`. A 302 is kept under its location alone (most are), any other status under `<status> <location>`: a
+/// location never starts with a digit and a space.
+fn redirect(location: String, status: u16, head: bool, keep: bool) -> Option<web_sys::Response> {
+    let key = if status == 302 {
+        location
+    } else {
+        format!("{status} {location}")
+    };
     KEPT_INITS.with(|kept| {
         let mut kept = kept.borrow_mut();
-        if let Some(init) = kept.get::<web_sys::ResponseInit>(location.as_str()) {
+        if let Some(init) = kept.get::<web_sys::ResponseInit>(key.as_str()) {
             return web_sys::Response::new_with_opt_str_and_init(None, init).ok();
         }
-        let reply = reply(&Page::Destination(location.clone(), 302), head);
+        let location = if status == 302 {
+            key.clone()
+        } else {
+            key[4..].to_owned()
+        };
+        let reply = reply(&Page::Destination(location, status), head);
         let init = init_for(&reply)?;
         let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok();
         if keep {
             // The key is charged by the map; the init holds a copy of every header (the location among them).
             let headers: usize = reply.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
-            kept.insert(&location, init, headers + INIT_OVERHEAD_BYTES);
+            kept.insert(&key, init, headers + INIT_OVERHEAD_BYTES);
         }
         response
     })

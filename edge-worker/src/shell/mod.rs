@@ -8,6 +8,7 @@ mod click_queue;
 mod fast;
 mod kv;
 mod origin_io;
+mod password_io;
 mod records;
 mod sync_route;
 
@@ -168,6 +169,7 @@ async fn handle(mut req: Request, env: Env, ctx: Context, now_ms: u64) -> worker
                 config: &config,
                 records: Records::new(&env, &ctx, config.origin.clone(), now_ms),
                 host,
+                path: &path,
                 head,
                 now_ms,
             };
@@ -190,6 +192,8 @@ struct Visit<'a> {
     /// The KV records (and the origin's answers) this request reads.
     records: Records<'a>,
     host: Option<String>,
+    /// The request's path as received (a protected link's cookie is scoped to it).
+    path: &'a str,
     head: bool,
     now_ms: u64,
 }
@@ -319,7 +323,8 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
         return boxed(ctx.fallback()).await;
     };
     let visited = match route {
-        Route::Persistent { code } => boxed(persistent(ctx, host, code)).await,
+        Route::Persistent { code } => boxed(persistent(ctx, host, code, false)).await,
+        Route::Unlock { code } => return boxed(unlock(ctx, host, code)).await,
         Route::Dynamic { group_id, token } => boxed(dynamic(ctx, host, group_id, token)).await,
         _ => return boxed(ctx.fallback()).await,
     };
@@ -333,6 +338,19 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
     }
     match visited.decision.outcome {
         Outcome::Destination(url) => Page::Destination(url, visited.decision.status),
+        // A protected link's form is shown at its lowercase path only, the one its cookie is scoped to (browsers
+        // match cookie paths case-sensitively): a visitor who typed `/Abc` would otherwise unlock `/abc` and be
+        // asked again.
+        Outcome::Locked => match visited.code.as_deref() {
+            Some(code) if ctx.path.strip_prefix('/') != Some(code) => Page::SeeOther {
+                location: crate::password::after_unlock(
+                    &format!("/{code}"),
+                    ctx.query().as_deref(),
+                ),
+                set_cookie: None,
+            },
+            _ => Page::PasswordForm(crate::password_form::Notice::None),
+        },
         outcome => boxed(page_for(ctx, outcome)).await,
     }
 }
@@ -341,7 +359,10 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
 /// together (one key for every link, read before the link says it needs it), and the group's rules from the copy
 /// of its settings the link's record carries; the group's own record is read after the response, for the next
 /// visits. A link published before records carried the copy reads its group after the link, as it always did.
-async fn persistent(ctx: &Visit<'_>, host: &str, code: String) -> Visited {
+///
+/// A link with a password checks the visitor's cookie for it, unless `unlocking` (the form is being posted: the
+/// password decides, not a cookie).
+async fn persistent(ctx: &Visit<'_>, host: &str, code: String, unlocking: bool) -> Visited {
     let records = &ctx.records;
     let (link, blocklist) = join(records.link(host, &code), records.blocklist()).await;
     let now_ms = i64::try_from(ctx.now_ms).unwrap_or(i64::MAX);
@@ -376,7 +397,12 @@ async fn persistent(ctx: &Visit<'_>, host: &str, code: String) -> Visited {
         LinkGroup::Rules(settings) => Some(settings),
         LinkGroup::Absent | LinkGroup::Unavailable => None,
     };
-    let visitor = ctx.visitor(settings, live.is_some_and(smart::needs_visitor));
+    let mut visitor = ctx.visitor(settings, live.is_some_and(smart::needs_visitor));
+    if let Some(stored) = live.and_then(|l| l.password_hash.as_deref())
+        && !unlocking
+    {
+        visitor.unlocked = password_io::holds_cookie(ctx, host, &code, stored).await;
+    }
     let decision = decision::decide_persistent(
         link.as_deref(),
         group,
@@ -391,6 +417,31 @@ async fn persistent(ctx: &Visit<'_>, host: &str, code: String) -> Visited {
         visitor,
         code: Some(code),
         group_id,
+    }
+}
+
+/// `POST /<code>`: a protected link's form, posted. The link is decided as for a `GET` without a cookie: a visitor
+/// the group lets through is at the form ([`Outcome::Locked`]), and only then is the password checked. A link
+/// without a password takes no `POST` (`405`); any other outcome (blocked, expired, paused) sends the browser back
+/// to the link with a `GET` (`303`), which answers as it always does.
+async fn unlock(ctx: &Visit<'_>, host: &str, code: String) -> Page {
+    let visited = persistent(ctx, host, code, true).await;
+    let link = ctx
+        .records
+        .link(host, visited.code.as_deref().unwrap_or_default())
+        .await;
+    let Some(stored) = link.as_deref().and_then(|l| l.password_hash.clone()) else {
+        return Page::MethodNotAllowed;
+    };
+    match visited.decision.outcome {
+        Outcome::Locked => {
+            let code = visited.code.unwrap_or_default();
+            boxed(password_io::unlock(ctx, host, &code, &stored)).await
+        }
+        _ => Page::SeeOther {
+            location: crate::password::after_unlock(ctx.path, ctx.query().as_deref()),
+            set_cookie: None,
+        },
     }
 }
 
@@ -445,6 +496,7 @@ async fn page_for(ctx: &Visit<'_>, outcome: Outcome) -> Page {
             destination,
             seconds,
         },
+        Outcome::Locked => Page::PasswordForm(crate::password_form::Notice::None),
         Outcome::Blocked {
             access_fallback: Some(url),
         } => Page::Fallback(url),

@@ -115,7 +115,7 @@ pub(super) async fn post_clicks(origin: &Origin, body: String) -> Result<u16, Fa
 /// The request is the one workers-rs built: `new Request(url, {method, headers, body, redirect: "follow"})`
 /// (a URL the runtime refuses is [`Failure::Request`]), then `fetch(request, {signal})`; the body is read as
 /// bytes and must be UTF-8, as workers-rs's `text()` required ([`Failure::Transport`] otherwise).
-async fn origin_call(
+pub(super) async fn origin_call(
     method: &str,
     url: &str,
     origin: &Origin,

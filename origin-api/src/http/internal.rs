@@ -27,10 +27,18 @@ pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/internal/v1/links/{host}/{code}", get(resolve))
         .route("/internal/v1/clicks", post(clicks))
+        .route(
+            "/internal/v1/password-attempts",
+            post(super::link_attempts::reserve),
+        )
+        .route(
+            "/internal/v1/password-attempts/give-back",
+            post(super::link_attempts::give_back),
+        )
 }
 
 /// Proof that the caller is our edge worker.
-struct Edge;
+pub(super) struct Edge;
 
 impl FromRequestParts<AppState> for Edge {
     type Rejection = ApiError;

@@ -11,6 +11,7 @@ mod health;
 mod imports;
 mod internal;
 mod limits;
+mod link_attempts;
 mod link_edits;
 mod link_export;
 mod links;

@@ -25,6 +25,7 @@ mod hardening;
 mod imports;
 mod isolation;
 mod lifecycle;
+mod link_attempts;
 mod listing;
 mod mail;
 mod observability;

@@ -544,9 +544,9 @@ async fn the_kv_record_carries_what_the_edge_needs(engine: Engine) {
     // The worker's KV-miss lookup answers the same fields.
     let resolved = kv_model::ResolvedLink::new(rec.clone(), None);
     assert_eq!(resolved.link().rules, rec.rules);
-    // Fail closed: until the worker checks passwords, a protected link is published paused; without its
-    // password it is published open again.
-    assert!(!rec.is_active, "a protected link is published paused");
+    // The worker asks for the password: the link is published active, with its hash; without its password it is
+    // published without one.
+    assert!(rec.is_active, "a protected link is published active");
     let id = link_id(&app, &acc, "smart").await;
     let (s, b) = app
         .send(
