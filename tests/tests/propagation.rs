@@ -1187,3 +1187,61 @@ async fn a_link_stops_at_its_max_clicks() {
     )
     .await;
 }
+
+/// Issue 25's password form in real Chromium (`tests/browser/password-form.mjs`), through the real origin and
+/// workerd behind a TLS proxy: the form, a wrong password, the right one leading to the destination, the cookie as
+/// the browser keeps it, the next visit opening at once. Screenshots: `<target>/password-form-screenshots`.
+#[tokio::test]
+async fn password_form_in_chromium() {
+    const PASSWORD: &str = "correct horse battery";
+    const DESTINATION: &str = "https://dest.example/secret-plans";
+    let (s, links) = stack_with_links(&[DESTINATION]).await;
+    let api = s.origin.api(&s.account);
+    let path = code(&links[0]);
+    api.patch_link(&id(&links[0]), json!({"password": PASSWORD}))
+        .await;
+    eventually(PROPAGATION, "the form reaches the edge", || async {
+        let v = s.worker.visit(HOST, &path, &[]).await;
+        v.status == 200 && v.body.contains("This link is protected")
+    })
+    .await;
+
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| e2e::root().join("target"));
+    let tls_dir = target.join(format!("password-form-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&tls_dir).expect("TLS dir");
+    let cert = rcgen::generate_simple_self_signed(vec![HOST.to_owned()]).expect("certificate");
+    let (cert_path, key_path) = (tls_dir.join("cert.pem"), tls_dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).expect("write cert");
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("write key");
+
+    let mut cmd = std::process::Command::new(e2e::root().join("node_modules/.bin/node"));
+    cmd.arg(e2e::root().join("tests/browser/password-form.mjs"))
+        .current_dir(e2e::root())
+        .env("EDGE_URL", &s.worker.url)
+        .env("EDGE_HOST", HOST)
+        .env("LINK_PATH", &path)
+        .env("PASSWORD", PASSWORD)
+        .env("DESTINATION", DESTINATION)
+        .env("TLS_CERT", &cert_path)
+        .env("TLS_KEY", &key_path)
+        .env("SCREENSHOT_DIR", target.join("password-form-screenshots"));
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("join")
+        .expect("run node tests/browser/password-form.mjs");
+    let _ = std::fs::remove_dir_all(&tls_dir);
+    let said = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{said}");
+    assert!(
+        output.status.success(),
+        "password-form.mjs failed ({}):\n{said}",
+        output.status
+    );
+    // The password never reaches a log line.
+    assert!(
+        !s.worker.output().iter().any(|l| l.contains(PASSWORD)),
+        "a password in the worker's output"
+    );
+}
