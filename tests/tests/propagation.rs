@@ -1095,7 +1095,8 @@ async fn password_protected_links_ask_at_the_edge() {
 /// Issue 25's `max_clicks` at the edge, through the real origin: visitors clicking one every 100 ms are redirected
 /// until the counted clicks reach the limit, then sent to the link's `expired_url`. The overshoot (clicks let
 /// through after the limit was reached, while the click report and the republished record were on their way) is
-/// printed: the README's bound quotes it. Every redirect was counted, the overshoot's too.
+/// printed: the README's bound quotes it. Every redirect was counted, the overshoot's too; a preview crawler's
+/// card never was.
 #[tokio::test]
 async fn a_link_stops_at_its_max_clicks() {
     const LIMIT: i64 = 5;
@@ -1112,7 +1113,8 @@ async fn a_link_stops_at_its_max_clicks() {
     let (path, link_id) = (code(&link), id(&link));
     api.patch_link(
         &link_id,
-        json!({"max_clicks": LIMIT, "expired_url": "https://dest.example/sold-out"}),
+        json!({"max_clicks": LIMIT, "expired_url": "https://dest.example/sold-out",
+               "og_title": "Limited offer"}),
     )
     .await;
     // The group first (a link answered before its group arrived would count nothing), then the link; HEADs never
@@ -1133,6 +1135,22 @@ async fn a_link_stops_at_its_max_clicks() {
     })
     .await;
 
+    // A link-preview crawler gets the card, again and again, and never counts (the total below is the redirects).
+    for _ in 0..3 {
+        let card = s
+            .worker
+            .visit(
+                HOST,
+                &path,
+                &[(
+                    "User-Agent",
+                    "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+                )],
+            )
+            .await;
+        assert_eq!(card.status, 200);
+        assert!(card.body.contains("Limited offer"), "{}", card.body);
+    }
     let started = Instant::now();
     let (mut redirected, mut reached_at) = (0_i64, None);
     let stopped_after = loop {
