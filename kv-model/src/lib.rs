@@ -211,39 +211,19 @@ impl LinkRecord {
 /// The origin's answer to the worker's KV-miss lookup (`GET /internal/v1/links/{host}/{code}`): the link
 /// record's fields, plus the record of the link's group, so a link whose group has not reached KV either still
 /// gets the group's rules. A worker that predates `group` reads the answer as a [`LinkRecord`] and ignores it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The link is a [`LinkRecord`] (flattened on the wire), not a copy of its field list: one place says what a link
+/// record is. No derived `Deserialize`: serde's `flatten` buffers every field through its generic `Content` type,
+/// code the worker's wasm would carry for one rare answer. A reader parses the body twice instead, as a
+/// [`LinkRecord`] (which skips `group`) and for its `group` (the worker's `origin::lookup_answer`), in its own crate:
+/// a generic parse instantiated here would be a second copy, in the wasm, of the one the worker already has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResolvedLink {
-    /// Format version.
-    pub v: V1,
-    /// As in [`LinkRecord`].
-    pub long_url: String,
-    /// As in [`LinkRecord`].
-    pub group_id: String,
-    /// As in [`LinkRecord`].
-    pub is_active: bool,
-    /// As in [`LinkRecord`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<i64>,
-    /// As in [`LinkRecord`].
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub forward_query: bool,
-    /// As in [`LinkRecord`].
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rules: Vec<Rule>,
-    /// As in [`LinkRecord`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub password_hash: Option<String>,
-    /// As in [`LinkRecord`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expired_url: Option<String>,
-    /// As in [`LinkRecord`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redirect_status: Option<u16>,
-    /// As in [`LinkRecord`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preview: Option<Preview>,
+    /// The link's record, without `group_settings` (the answer carries the whole group instead).
+    #[serde(flatten)]
+    pub record: LinkRecord,
     /// The group's record, as the publisher writes it to `group:<group_id>`; absent from an older origin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupRecord>,
 }
 
@@ -251,17 +231,10 @@ impl ResolvedLink {
     /// The answer for `link` in the group `group`.
     pub fn new(link: LinkRecord, group: Option<GroupRecord>) -> Self {
         ResolvedLink {
-            v: V1,
-            long_url: link.long_url,
-            group_id: link.group_id,
-            is_active: link.is_active,
-            expires_at: link.expires_at,
-            forward_query: link.forward_query,
-            rules: link.rules,
-            password_hash: link.password_hash,
-            expired_url: link.expired_url,
-            redirect_status: link.redirect_status,
-            preview: link.preview,
+            record: LinkRecord {
+                group_settings: None,
+                ..link
+            },
             group,
         }
     }
@@ -270,15 +243,8 @@ impl ResolvedLink {
     /// answer has the group).
     pub fn link(&self) -> LinkRecord {
         LinkRecord {
-            expires_at: self.expires_at,
-            forward_query: self.forward_query,
-            rules: self.rules.clone(),
-            password_hash: self.password_hash.clone(),
-            expired_url: self.expired_url.clone(),
-            redirect_status: self.redirect_status,
-            preview: self.preview.clone(),
             group_settings: self.group.as_ref().map(|g| g.settings.clone()),
-            ..LinkRecord::new(self.long_url.clone(), self.group_id.clone(), self.is_active)
+            ..self.record.clone()
         }
     }
 }
@@ -421,6 +387,18 @@ mod tests {
 
     use super::*;
     use alloc::format;
+
+    /// Reads an answer as the worker does: the record, then its `group`.
+    fn resolved_from_json(body: &str) -> serde_json::Result<ResolvedLink> {
+        #[derive(Deserialize)]
+        struct Group {
+            #[serde(default)]
+            group: Option<GroupRecord>,
+        }
+        let record: LinkRecord = serde_json::from_str(body)?;
+        let Group { group } = serde_json::from_str(body)?;
+        Ok(ResolvedLink::new(record, group))
+    }
     use alloc::string::ToString;
     use alloc::vec;
 
@@ -462,8 +440,7 @@ mod tests {
         assert!(old.forward_query && !old.expired(i64::MAX));
         let resolved = ResolvedLink::new(record.clone(), None);
         assert_eq!(resolved.link(), record);
-        let again: ResolvedLink =
-            serde_json::from_str(&serde_json::to_string(&resolved).unwrap()).unwrap();
+        let again = resolved_from_json(&serde_json::to_string(&resolved).unwrap()).unwrap();
         assert_eq!(again.link(), record);
     }
 
@@ -482,10 +459,7 @@ mod tests {
                 serde_json::to_string(&group).unwrap()
             )
         );
-        assert_eq!(
-            serde_json::from_str::<ResolvedLink>(&json).unwrap(),
-            resolved
-        );
+        assert_eq!(resolved_from_json(&json).unwrap(), resolved);
         // Workers that predate `group` read the same answer as a link record (without its group's settings,
         // which the link record built from the answer carries).
         let old: LinkRecord = serde_json::from_str(&json).unwrap();
@@ -500,7 +474,7 @@ mod tests {
         );
         // An origin that predates `group` answers a plain link record.
         let plain = r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":false}"#;
-        let read: ResolvedLink = serde_json::from_str(plain).unwrap();
+        let read = resolved_from_json(plain).unwrap();
         assert_eq!(read.group, None);
         assert!(!read.link().is_active);
         assert_eq!(read.link().group_id, "g");
@@ -565,8 +539,7 @@ mod tests {
         assert_eq!(serde_json::to_string(&record).unwrap(), json);
         // The KV-miss answer carries them too, and gives them back.
         let resolved = ResolvedLink::new(record.clone(), None);
-        let again: ResolvedLink =
-            serde_json::from_str(&serde_json::to_string(&resolved).unwrap()).unwrap();
+        let again = resolved_from_json(&serde_json::to_string(&resolved).unwrap()).unwrap();
         assert_eq!(again.link(), record);
     }
 

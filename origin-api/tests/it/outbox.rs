@@ -221,7 +221,10 @@ async fn internal_routes(engine: Engine) {
         LinkRecord::new("https://a.com/x", acc.default_group_id.clone(), true)
     );
     // … with the group's record, the same the publisher writes to `group:<id>`.
-    let resolved: ResolvedLink = serde_json::from_value(body).unwrap();
+    let resolved = ResolvedLink::new(
+        serde_json::from_value(body.clone()).unwrap(),
+        serde_json::from_value(body["group"].clone()).unwrap(),
+    );
     let published: GroupRecord = record(&app, &format!("group:{}", acc.default_group_id))
         .await
         .unwrap();
