@@ -182,8 +182,8 @@ fn patch(link: &ListedLink, form: &EditForm) -> Result<LinkPatch, String> {
         .map(str::to_owned)
         .collect();
     let tags = Tag::parse_list("tags", &names).map_err(|e| readable_field("tags", "Tags", &e.0))?;
-    // Sent only when changed (compared as the store compares tags: case-insensitively), so saving the form
-    // unchanged writes no activity row for them.
+    // Sent only when changed (tags compared as the store compares them: case-insensitively), so saving the form
+    // unchanged writes no activity row and publishes nothing.
     let same_tags = {
         let mut old: Vec<String> = link.tags.iter().map(|t| t.to_lowercase()).collect();
         let mut new: Vec<String> = tags.iter().map(|t| t.key().to_owned()).collect();
@@ -194,7 +194,8 @@ fn patch(link: &ListedLink, form: &EditForm) -> Result<LinkPatch, String> {
     Ok(LinkPatch {
         long_url: (long_url.as_str() != link.long_url).then_some(long_url),
         expires_at,
-        forward_query: Some(form.forward_query.is_some()),
+        forward_query: (form.forward_query.is_some() != link.forward_query)
+            .then_some(form.forward_query.is_some()),
         title: (title.as_ref().map(Title::as_str) != link.title.as_deref()).then_some(title),
         tags: (!same_tags).then_some(tags),
         ..LinkPatch::default()
