@@ -36,10 +36,16 @@ pub(crate) const SYSTEMS: [(&str, &str); 6] = [
 
 /// "Redirect type": each status with what it means to a browser and a search engine.
 pub(crate) const REDIRECTS: [(u16, &str); 4] = [
-    (301, "301 Moved Permanently (permanent; browsers may cache it)"),
+    (
+        301,
+        "301 Moved Permanently (permanent; browsers may cache it)",
+    ),
     (302, "302 Found (temporary, default)"),
     (307, "307 Temporary Redirect (temporary)"),
-    (308, "308 Permanent Redirect (permanent; browsers may cache it)"),
+    (
+        308,
+        "308 Permanent Redirect (permanent; browsers may cache it)",
+    ),
 ];
 
 /// Marks a body that carries the smart-link fields; without it (a page from before them) they are left alone.
@@ -181,8 +187,20 @@ impl RuleRow {
             }
         };
         put("country", list(&self.country));
-        put("device", self.devices.iter().map(|d| Value::from(d.as_str())).collect());
-        put("os", self.systems.iter().map(|o| Value::from(o.as_str())).collect());
+        put(
+            "device",
+            self.devices
+                .iter()
+                .map(|d| Value::from(d.as_str()))
+                .collect(),
+        );
+        put(
+            "os",
+            self.systems
+                .iter()
+                .map(|o| Value::from(o.as_str()))
+                .collect(),
+        );
         put("language", list(&self.language));
         let mut query = Map::new();
         for line in self.query.lines() {
@@ -436,9 +454,7 @@ impl SmartTyped {
 
 /// The place an error names (`og_title`, `rules[2].if.os[0]`, …): its first word, for the form to mark the field.
 pub(crate) fn error_place(message: &str) -> &str {
-    let end = message
-        .find(|c: char| c == ' ' || c == ':' || c == '\'')
-        .unwrap_or(message.len());
+    let end = message.find([' ', ':', '\'']).unwrap_or(message.len());
     &message[..end]
 }
 
@@ -504,16 +520,28 @@ mod tests {
         let row = RuleRow::from_api(&api);
         assert_eq!(row.country, "DE, AT");
         assert_eq!(row.devices, ["mobile", "desktop"]);
-        assert_eq!((row.after.as_str(), row.before.as_str()), ("2030-01-01T00:00", "2030-01-01T10:20:30"));
+        assert_eq!(
+            (row.after.as_str(), row.before.as_str()),
+            ("2030-01-01T00:00", "2030-01-01T10:20:30")
+        );
         let back = LinkRules::parse(&Value::Array(vec![row.to_api("rules[0]").unwrap()])).unwrap();
         assert_eq!(back, LinkRules::parse(&Value::Array(vec![api])).unwrap());
     }
 
     #[test]
     fn rule_buttons() {
-        assert_eq!(RuleAction::of(&pairs(&[("rule_action", "up:2")])), Some(RuleAction::Up(2)));
-        assert_eq!(RuleAction::of(&pairs(&[("rule_action", "remove:0")])), Some(RuleAction::Remove(0)));
-        assert_eq!(RuleAction::of(&pairs(&[("rule_action", "add")])), Some(RuleAction::Add));
+        assert_eq!(
+            RuleAction::of(&pairs(&[("rule_action", "up:2")])),
+            Some(RuleAction::Up(2))
+        );
+        assert_eq!(
+            RuleAction::of(&pairs(&[("rule_action", "remove:0")])),
+            Some(RuleAction::Remove(0))
+        );
+        assert_eq!(
+            RuleAction::of(&pairs(&[("rule_action", "add")])),
+            Some(RuleAction::Add)
+        );
         assert_eq!(RuleAction::of(&pairs(&[("rule_action", "up:x")])), None);
         let mut typed = SmartTyped::default();
         for _ in 0..MAX_LINK_RULES {
@@ -526,14 +554,26 @@ mod tests {
         typed.apply(RuleAction::Up(0));
         typed.apply(RuleAction::Remove(99));
         typed.apply(RuleAction::Remove(0));
-        assert_eq!((typed.rules.len(), typed.rules[0].to.as_str()), (MAX_LINK_RULES - 1, ""));
+        assert_eq!(
+            (typed.rules.len(), typed.rules[0].to.as_str()),
+            (MAX_LINK_RULES - 1, "")
+        );
     }
 
     #[test]
     fn error_places() {
-        assert_eq!(error_place("rules[2].if.os[0] must be one of"), "rules[2].if.os[0]");
-        assert_eq!(error_place("rules[0].if.country[0]: \"DEU\" is not"), "rules[0].if.country[0]");
-        assert_eq!(error_place("rules[1].if.query's names must"), "rules[1].if.query");
+        assert_eq!(
+            error_place("rules[2].if.os[0] must be one of"),
+            "rules[2].if.os[0]"
+        );
+        assert_eq!(
+            error_place("rules[0].if.country[0]: \"DEU\" is not"),
+            "rules[0].if.country[0]"
+        );
+        assert_eq!(
+            error_place("rules[1].if.query's names must"),
+            "rules[1].if.query"
+        );
         assert_eq!(error_rule("rules[12].to"), Some(12));
         assert_eq!(error_rule("og_title"), None);
     }

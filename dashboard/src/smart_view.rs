@@ -2,7 +2,9 @@
 //! stored), the field an error names marked, and for viewers the same values read-only. Never the password:
 //! only whether the link has one.
 
-use crate::smart_form::{DEVICES, REDIRECTS, RuleRow, SYSTEMS, SmartTyped, error_place, error_rule};
+use crate::smart_form::{
+    DEVICES, REDIRECTS, RuleRow, SYSTEMS, SmartTyped, error_place, error_rule,
+};
 use crate::views::Choice;
 use shortlink_store::domain::MAX_LINK_RULES;
 

@@ -23,7 +23,8 @@ struct Setup {
     path: String,
 }
 
-async fn setup(engine: Engine) -> Setup {
+/// An app with a platform domain and an owner signed in: their browser, account id and API key.
+async fn owner(engine: Engine) -> (TestApp, Browser, String, String) {
     let app = TestApp::spawn(engine).await;
     app.platform_domain("sho.rt").await;
     let mut owner = Browser::new(&app);
@@ -37,10 +38,15 @@ async fn setup(engine: Engine) -> Setup {
         .unwrap()
         .expose()
         .to_owned();
+    (app, owner, account.id, key)
+}
+
+async fn setup(engine: Engine) -> Setup {
+    let (app, owner, account_id, key) = owner(engine).await;
     let settings = GroupSettings::parse(r#"{"analytics":{"enabled":true}}"#).unwrap();
     let counted = app
         .db
-        .create_group(&account.id, "Counted", &settings, &Actor::Operator)
+        .create_group(&account_id, "Counted", &settings, &Actor::Operator)
         .await
         .unwrap()
         .id;
@@ -213,7 +219,11 @@ async fn rule_editor_then_save_every_field(engine: Engine) {
     let removed = post(&mut s.owner, &path, &form(&csrf, &fields)).await;
     assert!(!removed.body.contains("https://a.example/"));
     assert!(at(&removed.body, r#"name="rules[1].to""#) < at(&removed.body, "https://c.example/"));
-    assert_eq!(api_link(&s).await["rules"], json!([]), "still nothing saved");
+    assert_eq!(
+        api_link(&s).await["rules"],
+        json!([]),
+        "still nothing saved"
+    );
 
     // "Save link": every field at once.
     let saved = post(
@@ -269,7 +279,13 @@ async fn rule_editor_then_save_every_field(engine: Engine) {
     assert_eq!(link["og_title"], "Spring sale");
     assert_eq!(link["og_description"], "Everything half price");
     assert_eq!(link["og_image"], "https://cdn.example/card.png");
-    let raw = s.app.db.kv_record("link:sho.rt:smart").await.unwrap().unwrap();
+    let raw = s
+        .app
+        .db
+        .kv_record("link:sho.rt:smart")
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!raw.contains(SECRET));
     let record: kv_model::LinkRecord = serde_json::from_str(&raw).unwrap();
     assert!(
@@ -280,7 +296,10 @@ async fn rule_editor_then_save_every_field(engine: Engine) {
     // The page shows them back, never the password; the activity log says only that there is one.
     let page = s.owner.get(&format!("{path}?done=saved")).await;
     assert!(page.body.contains("Saved."));
-    assert!(!page.body.contains(SECRET), "the password is never sent back");
+    assert!(
+        !page.body.contains(SECRET),
+        "the password is never sent back"
+    );
     assert!(page.body.contains("Password: <strong>Set"));
     assert!(page.body.contains("Remove password"));
     for shown in [
@@ -295,12 +314,7 @@ async fn rule_editor_then_save_every_field(engine: Engine) {
     ] {
         assert!(page.body.contains(shown), "{shown}: {}", page.body);
     }
-    let (status, log) = json(
-        s.app
-            .get(&s.key, "/api/v1/external/audit-log")
-            .await,
-    )
-    .await;
+    let (status, log) = json(s.app.get(&s.key, "/api/v1/external/audit-log").await).await;
     assert_eq!(status, 200, "{log}");
     let text = log.to_string();
     assert!(text.contains(r#""password_protected":true"#), "{text}");
@@ -337,13 +351,13 @@ async fn rule_editor_then_save_every_field(engine: Engine) {
         ),
     )
     .await;
-    assert_eq!(unchanged.status, StatusCode::SEE_OTHER, "{}", unchanged.body);
-    let (_, log) = json(
-        s.app
-            .get(&s.key, "/api/v1/external/audit-log")
-            .await,
-    )
-    .await;
+    assert_eq!(
+        unchanged.status,
+        StatusCode::SEE_OTHER,
+        "{}",
+        unchanged.body
+    );
+    let (_, log) = json(s.app.get(&s.key, "/api/v1/external/audit-log").await).await;
     assert_eq!(log["total"].as_i64().unwrap(), rows, "{log}");
     assert_eq!(api_link(&s).await["password_protected"], true);
 
@@ -361,12 +375,23 @@ async fn rule_editor_then_save_every_field(engine: Engine) {
     assert_eq!(both.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(both.body.contains("not both"), "{}", both.body);
     assert!(!both.body.contains("another secret"));
-    let cleared = post(&mut s.owner, &path, &form(&csrf, &[("remove_password", "on")])).await;
+    let cleared = post(
+        &mut s.owner,
+        &path,
+        &form(&csrf, &[("remove_password", "on")]),
+    )
+    .await;
     assert_eq!(cleared.status, StatusCode::SEE_OTHER, "{}", cleared.body);
     let link = api_link(&s).await;
     assert_eq!(link["password_protected"], false);
     assert_eq!(link["rules"], json!([]));
-    for field in ["ios_url", "expired_url", "max_clicks", "og_title", "og_image"] {
+    for field in [
+        "ios_url",
+        "expired_url",
+        "max_clicks",
+        "og_title",
+        "og_image",
+    ] {
         assert_eq!(link[field], Value::Null, "{field}: {link}");
     }
     assert_eq!(link["redirect_status"], 302);
@@ -397,7 +422,10 @@ async fn refusals_show_the_api_message_and_keep_the_input(engine: Engine) {
             "rules[1].if.os[0] must be one of ios, android, windows, macos, linux or other",
         ),
         (rule("rules[1].country", "DEU"), "rules[1].if.country[0]:"),
-        (rule("rules[1].language", "de-CH"), "rules[1].if.language[0]:"),
+        (
+            rule("rules[1].language", "de-CH"),
+            "rules[1].if.language[0]:",
+        ),
         (
             rule("rules[1].to", "http://second.example/"),
             "rules[1].to must start with https://",
@@ -471,12 +499,18 @@ async fn refusals_show_the_api_message_and_keep_the_input(engine: Engine) {
         if fields.iter().any(|(k, _)| k.starts_with("rules[")) {
             assert!(page.body.contains("https://kept.example/"), "{says}");
         }
-        assert!(!page.body.contains(r#"value="short""#), "a password is never sent back");
+        assert!(
+            !page.body.contains(r#"value="short""#),
+            "a password is never sent back"
+        );
     }
     let long = "x".repeat(201);
     let page = post(&mut s.owner, &path, &form(&csrf, &[("og_title", &long)])).await;
     assert_eq!(page.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(page.body.contains("og_title must be at most 200 characters"));
+    assert!(
+        page.body
+            .contains("og_title must be at most 200 characters")
+    );
     assert!(page.body.contains(&long), "kept as typed");
     // A typed password that was not saved asks to be typed again.
     let page = post(
@@ -507,20 +541,10 @@ async fn refusals_show_the_api_message_and_keep_the_input(engine: Engine) {
 }
 
 async fn max_clicks_needs_analytics(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    app.platform_domain("sho.rt").await;
-    let mut b = Browser::new(&app);
-    let address = email();
-    b.join(&app, &address).await;
-    let account = app.db.find_account(&address).await.unwrap();
-    let key = app
-        .db
-        .generate_api_key(&account.id, &Actor::Operator)
-        .await
-        .unwrap();
+    let (app, mut b, _, key) = owner(engine).await;
     // In the default group, which has no analytics.
     let (status, link) = app
-        .create_json(key.expose(), json!({"long_url": "https://shop.example/"}))
+        .create_json(&key, json!({"long_url": "https://shop.example/"}))
         .await;
     assert_eq!(status, 201, "{link}");
     let path = format!("/dashboard/links/{}", link["id"].as_str().unwrap());
@@ -556,8 +580,17 @@ async fn csrf_roles_isolation_and_escaping(engine: Engine) {
     )
     .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
-    let refused = post(&mut s.owner, &path, &form("wrong", &[("rule_action", "add")])).await;
-    assert_eq!(refused.status, StatusCode::FORBIDDEN, "rule buttons check CSRF too");
+    let refused = post(
+        &mut s.owner,
+        &path,
+        &form("wrong", &[("rule_action", "add")]),
+    )
+    .await;
+    assert_eq!(
+        refused.status,
+        StatusCode::FORBIDDEN,
+        "rule buttons check CSRF too"
+    );
     assert_eq!(api_link(&s).await["og_title"], Value::Null);
 
     // Markup in a preview text and a rule's URL is shown as text.
