@@ -34,18 +34,13 @@ pub(crate) const SYSTEMS: [(&str, &str); 6] = [
     ("other", "Other"),
 ];
 
-/// "Redirect type": each status with what it means to a browser and a search engine.
+/// "Redirect type": each status with whether it is permanent (short enough for a phone's select; the page's hint
+/// says what permanent implies).
 pub(crate) const REDIRECTS: [(u16, &str); 4] = [
-    (
-        301,
-        "301 Moved Permanently (permanent; browsers may cache it)",
-    ),
+    (301, "301 Moved Permanently (permanent)"),
     (302, "302 Found (temporary, default)"),
     (307, "307 Temporary Redirect (temporary)"),
-    (
-        308,
-        "308 Permanent Redirect (permanent; browsers may cache it)",
-    ),
+    (308, "308 Permanent Redirect (permanent)"),
 ];
 
 /// Marks a body that carries the smart-link fields; without it (a page from before them) they are left alone.
