@@ -106,9 +106,29 @@ pub(crate) struct LinkForm {
     pub(crate) domain_id: String,
 }
 
-/// A link's edit form.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+/// A form's fields in the order sent, repeated names kept: the link's edit form names fields by position
+/// (`rules[2].to`) and repeats checkbox names, which a struct cannot take. No `Debug`: it may hold a password.
+#[derive(Default, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct FormPairs(pub(crate) Vec<(String, String)>);
+
+impl FormPairs {
+    /// The first value of `name`, or empty when absent.
+    pub(crate) fn first(&self, name: &str) -> &str {
+        self.get(name).unwrap_or_default()
+    }
+
+    /// The first value of `name`, `None` when absent.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A link's edit form (its plain fields; the smart-link ones are [`crate::smart_form::SmartTyped`]).
+#[derive(Debug, Default)]
 pub(crate) struct EditForm {
     pub(crate) csrf: String,
     pub(crate) long_url: String,
@@ -117,6 +137,20 @@ pub(crate) struct EditForm {
     pub(crate) tags: String,
     pub(crate) expires_at: String,
     pub(crate) forward_query: Option<String>,
+}
+
+impl EditForm {
+    /// The plain fields of the edit form's body.
+    pub(crate) fn from_pairs(pairs: &FormPairs) -> Self {
+        Self {
+            csrf: pairs.first("csrf").to_owned(),
+            long_url: pairs.first("long_url").to_owned(),
+            title: pairs.first("title").to_owned(),
+            tags: pairs.first("tags").to_owned(),
+            expires_at: pairs.first("expires_at").to_owned(),
+            forward_query: pairs.get("forward_query").map(str::to_owned),
+        }
+    }
 }
 
 /// The links page's query: page number, search, filters and sort ([`crate::pages::link_filters`]).

@@ -15,6 +15,8 @@ mod pages;
 mod reauth;
 mod security;
 mod session;
+mod smart_form;
+mod smart_view;
 mod views;
 
 pub use error::DashboardError;
@@ -106,8 +108,8 @@ pub trait WebhookTester: std::fmt::Debug + Send + Sync {
 /// merged into the origin's router.
 pub fn router(state: DashboardState) -> Router {
     use pages::{
-        activity, auth, domains, groups, imports, invitations, key, link_export, links, live,
-        members, recovery, signup, webhooks,
+        activity, auth, domains, groups, imports, invitations, key, link_edit, link_export, links,
+        live, members, recovery, signup, webhooks,
     };
     Router::new()
         .route(
@@ -125,7 +127,10 @@ pub fn router(state: DashboardState) -> Router {
         )
         .route("/dashboard/links/imports/{id}", get(imports::show))
         .route("/dashboard/links/imports/{id}/status", get(imports::status))
-        .route("/dashboard/links/{id}", get(links::show).post(links::edit))
+        .route(
+            "/dashboard/links/{id}",
+            get(links::show).post(link_edit::edit),
+        )
         .route("/dashboard/links/{id}/live", get(live::live))
         .route("/dashboard/links/{id}/pause", post(links::pause))
         .route("/dashboard/links/{id}/resume", post(links::resume))

@@ -310,6 +310,8 @@ pub(crate) struct LinkPage {
     pub(crate) tags: String,
     pub(crate) expires_at: String,
     pub(crate) forward_query: bool,
+    /// The smart-link fields: the editor, or the viewer's read-only values.
+    pub(crate) smart: crate::smart_view::SmartView,
     pub(crate) error: Option<String>,
     pub(crate) notice: Option<&'static str>,
     /// The chart, already SVG markup built from numbers and escaped labels ([`crate::chart`]).

@@ -893,6 +893,74 @@ try {
   assert.equal(await page.locator("table.links tbody tr").count(), 11, "the imported links are listed and found");
   await page.goto(linkPageUrl);
 
+  step("the link's page: smart-link fields (rules with Add rule, Move up, Remove; password; redirect type; preview card)");
+  const rule = (n) => page.getByRole("group", { name: new RegExp(`^Rule ${n} `) });
+  const saveLink = () => page.getByRole("button", { name: "Save link", exact: true }).click();
+  await page.getByRole("button", { name: "Add rule", exact: true }).click();
+  await rule(1).waitFor();
+  await rule(1).getByLabel("Countries", { exact: true }).fill("de, at");
+  await rule(1).getByRole("checkbox", { name: "Mobile", exact: true }).check();
+  await rule(1).getByLabel("Go to", { exact: true }).fill("https://example.com/dach");
+  await page.getByLabel("Preview title", { exact: true }).fill(`Spring card ${unique}`);
+  await page.getByRole("button", { name: "Add rule", exact: true }).click();
+  await rule(2).waitFor();
+  // The buttons save nothing and keep what was typed, in the rows and elsewhere.
+  await expectText(page, "Not saved yet");
+  assert.equal(await rule(1).getByLabel("Countries", { exact: true }).inputValue(), "de, at", "rule 1 as typed");
+  assert.ok(await rule(1).getByRole("checkbox", { name: "Mobile", exact: true }).isChecked(), "its checkbox too");
+  assert.equal(await page.getByLabel("Preview title", { exact: true }).inputValue(), `Spring card ${unique}`, "other fields as typed");
+  const landingDe = "https://example.com/deutsch";
+  await rule(2).getByLabel("Languages", { exact: true }).fill("de");
+  await rule(2).getByLabel("Go to", { exact: true }).fill(landingDe);
+  await shoot(page, "link-rules");
+  await rule(2).getByRole("button", { name: "Move up", exact: true }).click();
+  await page.waitForLoadState();
+  assert.equal(await rule(1).getByLabel("Go to", { exact: true }).inputValue(), landingDe, "Move up: the language rule is first");
+  assert.equal(await rule(2).getByLabel("Go to", { exact: true }).inputValue(), "https://example.com/dach");
+  await rule(2).getByRole("button", { name: "Remove", exact: true }).click();
+  await page.waitForLoadState();
+  assert.equal(await rule(2).count(), 0, "Remove: one rule left");
+  // A refused rule: the API's message naming its place, the input kept.
+  await rule(1).getByLabel("Countries", { exact: true }).fill("DEU");
+  await saveLink();
+  await page.getByRole("alert").waitFor();
+  const refusal = await page.getByRole("alert").textContent();
+  assert.ok(refusal.includes('rules[0].if.country[0]: "DEU" is not an ISO 3166-1 alpha-2 country code'), refusal);
+  assert.equal(await rule(1).getByLabel("Countries", { exact: true }).inputValue(), "DEU", "the typed value stays");
+  await shoot(page, "link-rules-refused");
+  await rule(1).getByLabel("Countries", { exact: true }).fill("");
+  await page.getByLabel("Password", { exact: true }).fill("correct battery staple 7");
+  await page.getByLabel("Redirect type", { exact: true }).selectOption("308");
+  await page.getByLabel("Preview title", { exact: true }).fill(`Spring card ${unique}`);
+  await page.getByLabel("Preview description", { exact: true }).fill("Half price, this week only.");
+  await page.getByLabel("Preview image URL", { exact: true }).fill("https://example.com/card.png");
+  await page.getByLabel("Expired URL", { exact: true }).fill("https://example.com/sold-out");
+  await saveLink();
+  await page.waitForURL(/\?done=saved$/);
+  await page.reload();
+  assert.equal(await rule(1).getByLabel("Languages", { exact: true }).inputValue(), "de", "the rule is saved");
+  assert.equal(await rule(1).getByLabel("Go to", { exact: true }).inputValue(), landingDe);
+  assert.equal(await rule(2).count(), 0);
+  await expectText(page, "Password: Set");
+  assert.equal(await page.getByLabel("New password", { exact: true }).inputValue(), "", "the password is never shown");
+  assert.equal(await page.getByLabel("Redirect type", { exact: true }).inputValue(), "308");
+  assert.equal(await page.getByLabel("Preview title", { exact: true }).inputValue(), `Spring card ${unique}`);
+  assert.equal(await page.getByLabel("Preview description", { exact: true }).inputValue(), "Half price, this week only.");
+  assert.equal(await page.getByLabel("Preview image URL", { exact: true }).inputValue(), "https://example.com/card.png");
+  assert.equal(await page.getByLabel("Expired URL", { exact: true }).inputValue(), "https://example.com/sold-out");
+  await shoot(page, "link-smart-saved");
+  // "Remove password": the link opens again at the edge, where the language rule answers with the 308 chosen.
+  await page.getByRole("checkbox", { name: "Remove password", exact: true }).check();
+  await saveLink();
+  await page.waitForURL(/\?done=saved$/);
+  await expectText(page, "Password: None");
+  await poll(() => visitEdge(`/${code}`, { "Accept-Language": "de-DE,de;q=0.9" }, "HEAD"), "the language rule at the edge, 308", {
+    until: (v) => v.status === 308 && v.location === landingDe,
+  });
+  await poll(() => visitEdge(`/${code}`, { "Accept-Language": "fr" }, "HEAD"), "other visitors get the destination, 308", {
+    until: (v) => v.status === 308 && v.location === landing2,
+  });
+
   step("the link's page: delete");
   await page.getByRole("button", { name: "Delete", exact: true }).click();
   await expectHeading(page, `Delete ${shortUrl}?`);

@@ -1,13 +1,15 @@
-//! Links: the home page (list, filter, pages, create), a link's page (edit, QR code, clicks), pause, resume and
-//! delete. Creation goes through the store's `create_link` like the API's, with the dashboard as the creator.
+//! Links: the home page (list, filter, pages, create), a link's page (QR code, clicks; its edit form is
+//! [`super::link_edit`]), pause, resume and delete. Creation goes through the store's `create_link` like the API's, with the dashboard as the creator.
 
+use super::link_edit::Typed;
 use super::link_filters::{Filters, any_of};
 use super::{Done, charge_change, nav, see_other, show_time, uuid};
 use crate::DashboardState;
 use crate::chart;
 use crate::error::DashboardError;
-use crate::forms::{CsrfOnly, EditForm, LinkForm, ListParams};
+use crate::forms::{CsrfOnly, LinkForm, ListParams};
 use crate::session::SignedIn;
+use crate::smart_view::SmartView;
 use crate::views::{
     Abilities, Choice, ConfirmPage, CountRow, CreateForm, LinkItem, LinkPage, LinksPage, TagChip,
     render,
@@ -17,7 +19,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use link_qr::{Format, QrRequest};
-use shortlink_store::domain::{Day, LongUrl, Micros, Permission, ShortCode, Tag, Title};
+use shortlink_store::domain::{Day, LongUrl, Micros, Permission, ShortCode};
 use shortlink_store::{
     CreateLink, Creator, LinkPatch, ListedLink, StatsScope, StoreError, ValueCount,
 };
@@ -44,13 +46,13 @@ fn status(link: &ListedLink) -> &'static str {
 }
 
 /// A field's message with the form's label for the API's field name.
-fn readable_field(field: &str, label: &str, message: &str) -> String {
+pub(super) fn readable_field(field: &str, label: &str, message: &str) -> String {
     let m = message.replacen(field, label, 1);
     if m.ends_with('.') { m } else { format!("{m}.") }
 }
 
 /// The store's destination messages speak of the API's field; the form says "destination URL".
-fn readable(message: &str) -> String {
+pub(super) fn readable(message: &str) -> String {
     let m = message.replacen("long_url", "The destination URL", 1);
     let m = m.replacen("short_code", "The short code", 1);
     if m.ends_with('.') { m } else { format!("{m}.") }
@@ -286,22 +288,13 @@ async fn refused(
 }
 
 /// One of the account's links; another account's, or a malformed id, is not found.
-async fn own_link(
+pub(super) async fn own_link(
     state: &DashboardState,
     user: &SignedIn,
     raw: &str,
 ) -> Result<ListedLink, DashboardError> {
     let id = uuid(raw).ok_or(DashboardError::NotFound)?;
     Ok(state.db.get_link(&user.account.account_id, &id).await?)
-}
-
-/// A stored expiry as a `datetime-local` value in UTC (`2030-01-31T12:00`).
-fn expiry_field(link: &ListedLink) -> String {
-    link.expires_at
-        .as_deref()
-        .and_then(|t| t.get(..16))
-        .unwrap_or_default()
-        .to_owned()
 }
 
 fn rows(values: &[ValueCount], unknown: &str) -> Vec<CountRow> {
@@ -314,7 +307,7 @@ fn rows(values: &[ValueCount], unknown: &str) -> Vec<CountRow> {
         .collect()
 }
 
-async fn link_page(
+pub(super) async fn link_page(
     state: &DashboardState,
     user: &SignedIn,
     link: ListedLink,
@@ -344,13 +337,15 @@ async fn link_page(
         tags,
         expires_at,
         forward_query,
-    } = typed.unwrap_or_else(|| Typed {
-        long_url: link.long_url.clone(),
-        title: link.title.clone().unwrap_or_default(),
-        tags: link.tags.join(", "),
-        expires_at: expiry_field(&link),
-        forward_query: link.forward_query,
-    });
+        smart,
+        unsaved,
+    } = typed.unwrap_or_else(|| Typed::of_link(&link));
+    let smart = SmartView::new(
+        smart,
+        link.smart.password_protected,
+        error.as_deref(),
+        unsaved,
+    );
     Ok(LinkPage {
         nav: nav(user, "links"),
         may: Abilities::of(user.account.role),
@@ -365,6 +360,7 @@ async fn link_page(
         tags,
         expires_at,
         forward_query,
+        smart,
         error,
         notice,
         chart: chart::clicks_per_day(&stats.by_day, from, to),
@@ -386,115 +382,6 @@ pub(crate) async fn show(
 ) -> Result<Response, DashboardError> {
     let link = own_link(&state, &user, &id).await?;
     Ok(render(&link_page(&state, &user, link, None, None, done.notice()).await?).into_response())
-}
-
-/// `POST /dashboard/links/{id}`: destination, expiry (UTC; empty: never) and query forwarding.
-pub(crate) async fn edit(
-    State(state): State<DashboardState>,
-    user: SignedIn,
-    Path(id): Path<String>,
-    Form(form): Form<EditForm>,
-) -> Result<Response, DashboardError> {
-    user.check_csrf(&form.csrf)?;
-    user.require(Permission::EditLinks)?;
-    let link = own_link(&state, &user, &id).await?;
-    let typed = Typed {
-        long_url: form.long_url.chars().take(4096).collect(),
-        title: form.title.chars().take(400).collect(),
-        tags: form.tags.chars().take(1024).collect(),
-        expires_at: form.expires_at.chars().take(40).collect(),
-        forward_query: form.forward_query.is_some(),
-    };
-    let patch = match patch(&link, &form) {
-        Ok(p) => p,
-        Err(message) => {
-            let page = link_page(&state, &user, link, Some(typed), Some(message), None).await?;
-            return Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response());
-        }
-    };
-    charge_change(&state, &user).await?;
-    match state
-        .db
-        .update_link(&user.account.account_id, &link.id, &patch, &user.actor())
-        .await
-    {
-        Ok(_) => {
-            state.wake.notify_one();
-            Ok(see_other(&format!(
-                "/dashboard/links/{}?done=saved",
-                link.id
-            )))
-        }
-        Err(e @ (StoreError::BlockedDestination | StoreError::Invalid(_))) => {
-            let message = match e {
-                StoreError::Invalid(m) => readable(&m),
-                _ => "Links to this destination's domain are not allowed.".to_owned(),
-            };
-            let page = link_page(&state, &user, link, Some(typed), Some(message), None).await?;
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response())
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The edit form's values as typed, shown again with its error.
-struct Typed {
-    long_url: String,
-    title: String,
-    tags: String,
-    expires_at: String,
-    forward_query: bool,
-}
-
-/// The changes the edit form asks for. An expiry left as it was is not sent again, so a link that has expired
-/// can still get a new destination without a "must be in the future" refusal.
-fn patch(link: &ListedLink, form: &EditForm) -> Result<LinkPatch, String> {
-    let long_url = LongUrl::parse(form.long_url.trim()).map_err(|e| readable(&e.0))?;
-    let raw = form.expires_at.trim();
-    let expires_at = if raw == expiry_field(link) {
-        None
-    } else if raw.is_empty() {
-        Some(None)
-    } else {
-        // datetime-local sends `YYYY-MM-DDTHH:MM`, sometimes with seconds; the field is in UTC.
-        let full = if raw.len() == 16 {
-            format!("{raw}:00Z")
-        } else {
-            format!("{raw}Z")
-        };
-        let at = Micros::parse_rfc3339_utc("expires_at", &full)
-            .map_err(|_| "Expires at must be a date and time, like 2030-01-31T12:00.".to_owned())?;
-        if at <= Micros::now() {
-            return Err("Expires at must be in the future.".to_owned());
-        }
-        Some(Some(at))
-    };
-    let title = Title::parse(&form.title).map_err(|e| readable_field("title", "Title", &e.0))?;
-    let names: Vec<String> = form
-        .tags
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect();
-    let tags = Tag::parse_list("tags", &names).map_err(|e| readable_field("tags", "Tags", &e.0))?;
-    // Sent only when changed (compared as the store compares tags: case-insensitively), so saving the form
-    // unchanged writes no activity row for them.
-    let same_tags = {
-        let mut old: Vec<String> = link.tags.iter().map(|t| t.to_lowercase()).collect();
-        let mut new: Vec<String> = tags.iter().map(|t| t.key().to_owned()).collect();
-        old.sort();
-        new.sort();
-        old == new
-    };
-    Ok(LinkPatch {
-        long_url: (long_url.as_str() != link.long_url).then_some(long_url),
-        expires_at,
-        forward_query: Some(form.forward_query.is_some()),
-        title: (title.as_ref().map(Title::as_str) != link.title.as_deref()).then_some(title),
-        tags: (!same_tags).then_some(tags),
-        ..LinkPatch::default()
-    })
 }
 
 async fn set_active(

@@ -8,6 +8,7 @@ pub(crate) mod groups;
 pub(crate) mod imports;
 pub(crate) mod invitations;
 pub(crate) mod key;
+pub(crate) mod link_edit;
 pub(crate) mod link_export;
 pub(crate) mod link_filters;
 pub(crate) mod links;

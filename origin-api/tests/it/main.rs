@@ -16,6 +16,7 @@ mod create_link;
 mod dashboard;
 mod dashboard_links;
 mod dashboard_live;
+mod dashboard_smart;
 mod dashboard_webhooks;
 mod export;
 mod fallback_blocklist;

@@ -31,9 +31,9 @@ pub use role::{Permission, Role};
 pub use settings::GroupSettings;
 pub use short_code::{ShortCode, generate as generate_short_code};
 pub use smart_link::{
-    LinkPassword, LinkPasswordHash, LinkRules, MAX_LINK_PASSWORD_CHARS, MAX_MAX_CLICKS,
-    MAX_OG_DESCRIPTION_CHARS, MAX_OG_TITLE_CHARS, MIN_LINK_PASSWORD_CHARS, MaxClicks, PreviewText,
-    RedirectStatus, rules_to_api,
+    LinkPassword, LinkPasswordHash, LinkRules, MAX_LINK_PASSWORD_CHARS, MAX_LINK_RULES,
+    MAX_MAX_CLICKS, MAX_OG_DESCRIPTION_CHARS, MAX_OG_TITLE_CHARS, MIN_LINK_PASSWORD_CHARS,
+    MaxClicks, PreviewText, RedirectStatus, rules_to_api,
 };
 pub use stats_query::{DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, StatsFormat, StatsQuery};
 pub use tag::{MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Tag, Title, sort_tag_names};

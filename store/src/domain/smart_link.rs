@@ -22,6 +22,8 @@ pub const MAX_LINK_PASSWORD_CHARS: usize = 128;
 pub const MIN_LINK_PASSWORD_CHARS: usize = 8;
 /// Largest `max_clicks`.
 pub const MAX_MAX_CLICKS: i64 = 1_000_000_000;
+/// The most rules a link holds (link-rules' bound, which the edge also applies), for forms that edit them.
+pub const MAX_LINK_RULES: usize = MAX_RULES;
 
 /// A link's rules, validated: at most [`MAX_RULES`], each with at least one condition and an `https://`
 /// destination by create-link's rules. Empty: none.
