@@ -80,8 +80,12 @@ async fn constant_memory(engine: Engine) {
         first_peak.saturating_sub(before) < 32 * 1024,
         "memory grew from {before} to {first_peak} KiB during an export of {bytes} bytes"
     );
+    // The bound is set by what the first export may have left cold, not by the body: each batch takes whichever
+    // read connection is free, so the second export can warm a connection (2 MiB of page cache) the first never
+    // used; 4 MiB was met by one such connection and failed on a clean-clone CI run with two (+4.7 MiB). A body
+    // buffered or leaked would add its 43 MB.
     assert!(
-        second_peak.saturating_sub(first_peak) < 4 * 1024,
+        second_peak.saturating_sub(first_peak) < 8 * 1024,
         "memory grew again, from {first_peak} to {second_peak} KiB, during a second export"
     );
 }
