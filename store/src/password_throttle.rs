@@ -61,8 +61,7 @@ impl Db {
             .await?;
             if let Some(r) = row {
                 let at: i64 = r.try_get("at")?;
-                let secs = (at + THROTTLE_WINDOW_MICROS - now + 999_999) / 1_000_000;
-                wait = Some(wait.unwrap_or(0).max(secs.max(1)));
+                wait = Some(wait.unwrap_or(0).max(seconds_until_room(at, now)));
             }
         }
         if let Some(secs) = wait {
@@ -99,6 +98,16 @@ impl Db {
     }
 }
 
+/// Whole seconds from `now` until a check counted at `at` leaves the window: at least 1, at most the window.
+///
+/// `now` is read before the reservation waits for its subject's lock, so a parallel reservation that took the lock
+/// first can have counted a check a little *after* `now`; unclamped, that check would ask the visitor to wait a
+/// second longer than the window itself (a CI run saw 901 s).
+fn seconds_until_room(at: i64, now: i64) -> i64 {
+    let window_secs = THROTTLE_WINDOW_MICROS / 1_000_000;
+    ((at + THROTTLE_WINDOW_MICROS - now + 999_999) / 1_000_000).clamp(1, window_secs)
+}
+
 /// Takes a reserved check back (the password was right), and with it every failure of `clear`, the subject whose
 /// holder has just proved who they are (their email), inside the caller's transaction. Another check of the same
 /// subject reserved in the same microsecond goes too: at worst one attempt more, never fewer.
@@ -121,4 +130,25 @@ pub(crate) async fn release(
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_is_within_the_window() {
+        let now = 1_000_000_000_000;
+        // The oldest counted check is 15 minutes old, less a quarter second: a whole second to wait.
+        assert_eq!(
+            seconds_until_room(now - THROTTLE_WINDOW_MICROS + 250_000, now),
+            1
+        );
+        // Counted just now: the whole window.
+        assert_eq!(seconds_until_room(now, now), 900);
+        // Counted by a parallel reservation after this one read the clock: still the window, not 901.
+        assert_eq!(seconds_until_room(now + 3_000, now), 900);
+        // Already out of the window (pruned by the query in practice): never 0 or less.
+        assert_eq!(seconds_until_room(now - THROTTLE_WINDOW_MICROS - 5, now), 1);
+    }
 }
