@@ -84,12 +84,11 @@ impl Db {
         })
     }
 
-    /// The account's clicks of today (UTC), from its day counters: every click adds one to exactly one `device`
-    /// row of its day (migration 0005), so those rows sum to the day's clicks.
+    /// The account's clicks of today (UTC), from its day digest (migration 0020).
     pub async fn account_clicks_today(&self, account_id: &str) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(clicks), 0) AS BIGINT) AS clicks FROM account_click_counts \
-             WHERE account_id = $1 AND day = $2 AND dimension = 'device'",
+            "SELECT CAST(COALESCE(SUM(clicks), 0) AS BIGINT) AS clicks FROM account_click_digests \
+             WHERE account_id = $1 AND span = 'day' AND period = $2",
         )
         .bind(account_id)
         .bind(Day::today().0)

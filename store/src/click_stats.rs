@@ -1,13 +1,15 @@
-//! Click statistics of a link, a group or a whole account over a range of UTC days, read from the day counters
-//! that [`crate::clicks`] maintains (`link_click_counts`, `group_click_counts`, `account_click_counts`), never from
-//! the raw events: the cost depends on the days and values in the range, not on the clicks, and it survives the
-//! raw events' retention. A counter a deleted link's clicks were taken out of can be 0: sums of 0 are not listed.
+//! Click statistics of a link, a group or a whole account over a range of UTC days, read from the digests that
+//! [`crate::clicks`] writes ([`crate::digests`]), never from the raw events: the cost depends on the periods in the
+//! range (a row per day, or per 32-day block where the range covers one), not on the clicks, and it survives the
+//! raw events' retention. A value a deleted link's clicks were taken out of is gone: counts of 0 are not listed.
 
+use crate::digests::format::Tally;
+use crate::digests::read::{range, store_blocks};
+use crate::digests::{Dimension, Scope};
 use crate::domain::Day;
 use crate::error::StoreError;
 use crate::pool::Db;
-use sqlx::{AnyConnection, Row};
-use std::collections::BTreeMap;
+use sqlx::AnyConnection;
 
 /// Most countries and referrer hosts listed (by clicks, then by value); `total` still counts every click.
 pub const TOP_VALUES: i64 = 100;
@@ -57,18 +59,30 @@ pub struct ClickStats {
     pub by_referrer: Vec<ValueCount>,
 }
 
-/// The counters of a scope: (table, id column).
-fn counters(scope: StatsScope<'_>) -> (&'static str, &'static str) {
+/// The digests of a scope.
+fn digests(scope: StatsScope<'_>) -> Scope {
     match scope {
-        StatsScope::Link(_) => ("link_click_counts", "link_id"),
-        StatsScope::Group(_) => ("group_click_counts", "group_id"),
-        StatsScope::Account => ("account_click_counts", "account_id"),
+        StatsScope::Link(_) => Scope::LINKS,
+        StatsScope::Group(_) => Scope::GROUPS,
+        StatsScope::Account => Scope::ACCOUNTS,
     }
 }
 
-/// The stored `''` of an unknown or absent value is `None`.
-fn value(raw: String) -> Option<String> {
-    Some(raw).filter(|v| !v.is_empty())
+/// The `''` of an unknown or absent value is `None`.
+fn value(raw: &str) -> Option<String> {
+    Some(raw).filter(|v| !v.is_empty()).map(str::to_owned)
+}
+
+/// A dimension's values as listed, at most `limit`.
+fn listed(tally: &Tally<'_>, dimension: Dimension, limit: usize) -> Vec<ValueCount> {
+    tally
+        .top(dimension, limit)
+        .into_iter()
+        .map(|(v, clicks)| ValueCount {
+            value: value(v),
+            clicks,
+        })
+        .collect()
 }
 
 /// Whether the account owns the link or group (an account always owns itself).
@@ -93,39 +107,6 @@ async fn owns(
         .is_some())
 }
 
-/// The most clicked values of one dimension.
-async fn top(
-    conn: &mut AnyConnection,
-    (table, column): (&str, &str),
-    id: &str,
-    dimension: &str,
-    from: Day,
-    to: Day,
-) -> Result<Vec<ValueCount>, StoreError> {
-    // SUM is NUMERIC on PostgreSQL: cast back, so both engines answer a BIGINT. Ties are in byte order on both
-    // (the column is COLLATE "C" on PostgreSQL, SQLite compares bytes): '' (unknown) first.
-    let sql = format!(
-        "SELECT value, CAST(SUM(clicks) AS BIGINT) AS n FROM {table} \
-         WHERE {column} = $1 AND dimension = $2 AND day >= $3 AND day <= $4 \
-         GROUP BY value HAVING SUM(clicks) > 0 ORDER BY n DESC, value LIMIT {TOP_VALUES}"
-    );
-    sqlx::query(&sql)
-        .bind(id)
-        .bind(dimension)
-        .bind(from.0)
-        .bind(to.0)
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(ValueCount {
-                value: value(r.try_get("value")?),
-                clicks: r.try_get("n")?,
-            })
-        })
-        .collect()
-}
-
 impl Db {
     /// The statistics of `scope` from `from` to `to` (both inclusive), or None when the link or group is not
     /// the account's (or does not exist). One read transaction, so the parts agree with each other.
@@ -140,54 +121,37 @@ impl Db {
         if !owns(&mut tx, account_id, scope).await? {
             return Ok(None);
         }
-        let (table, column) = counters(scope);
         let id = match scope {
             StatsScope::Link(id) | StatsScope::Group(id) => id,
             StatsScope::Account => account_id,
         };
-        // Every click is in exactly one device row of its day: the device rows give the days and the total too.
-        let sql = format!(
-            "SELECT day, value, CAST(SUM(clicks) AS BIGINT) AS n FROM {table} \
-             WHERE {column} = $1 AND dimension = 'device' AND day >= $2 AND day <= $3 \
-             GROUP BY day, value HAVING SUM(clicks) > 0"
-        );
-        let devices = sqlx::query(&sql)
-            .bind(id)
-            .bind(from.0)
-            .bind(to.0)
-            .fetch_all(&mut *tx)
-            .await?;
-        let by_country = top(&mut tx, (table, column), id, "country", from, to).await?;
-        let by_referrer = top(&mut tx, (table, column), id, "referrer", from, to).await?;
+        let scope = digests(scope);
+        let read = range(&mut tx, scope, id, from.0, to.0, Day::today().0).await?;
         tx.commit().await?;
-        let mut days: BTreeMap<i64, i64> = BTreeMap::new();
-        let mut device_totals: BTreeMap<String, i64> = BTreeMap::new();
-        for r in &devices {
-            let n: i64 = r.try_get("n")?;
-            *days.entry(r.try_get("day")?).or_default() += n;
-            *device_totals.entry(r.try_get("value")?).or_default() += n;
+        if !read.built.is_empty() {
+            // The block cache is only a shortcut (every read checks it against the days): a failure to store it
+            // costs the next read the same work again, not a wrong answer, so it does not fail this one.
+            if let Ok(mut conn) = self.write.acquire().await {
+                let _ = store_blocks(&mut conn, scope, id, &read.built).await;
+            }
         }
-        let mut by_device: Vec<ValueCount> = device_totals
-            .into_iter()
-            .map(|(v, clicks)| ValueCount {
-                value: value(v),
-                clicks,
-            })
-            .collect();
-        // Stable: equal counts stay in name order.
+        let tally = read.tally()?;
+        let mut by_device = listed(&tally, Dimension::DEVICE, usize::MAX);
+        // Devices by clicks, ties by name (top's order), as before.
         by_device.sort_by_key(|d| std::cmp::Reverse(d.clicks));
         Ok(Some(ClickStats {
-            total: days.values().sum(),
-            by_day: days
-                .into_iter()
-                .map(|(day, clicks)| DayCount {
+            total: read.days.iter().map(|(_, n)| n).sum(),
+            by_day: read
+                .days
+                .iter()
+                .map(|&(day, clicks)| DayCount {
                     day: Day(day),
                     clicks,
                 })
                 .collect(),
-            by_country,
+            by_country: listed(&tally, Dimension::COUNTRY, TOP_VALUES as usize),
             by_device,
-            by_referrer,
+            by_referrer: listed(&tally, Dimension::REFERRER, TOP_VALUES as usize),
         }))
     }
 }

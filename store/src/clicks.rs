@@ -1,15 +1,17 @@
-//! Click reports from the edge: each report's raw events and its per-day counters of links, groups and accounts
-//! ([`crate::click_stats`]), and the webhooks' `link.clicked` events, written in one transaction, and at most once
+//! Click reports from the edge: each report's raw events and its day digests of links, groups and accounts
+//! ([`crate::digests`]), and the webhooks' `link.clicked` events, written in one transaction, and at most once
 //! per batch id.
 //!
 //! Built for throughput (reports of up to 1,000 events, tens of thousands of events a second on two cores): each
-//! distinct link (host, short code) and group of a report is looked up once, counter increments are added up in
-//! memory so that each counter row is upserted once per report, and rows go in multi-row statements
+//! distinct link (host, short code) and group of a report is looked up once, a day's clicks are added up in
+//! memory so that each digest row is written once per report, and rows go in multi-row statements
 //! ([`crate::sql_chunks`]). The raw events are written first (their foreign key locks each link against
-//! deletion), then the link, group and account counters, each table in the order of its key: concurrent reports,
-//! and a link deletion (the link, then its counters, its group's, its account's), take their locks in one order
+//! deletion), then the link, group and account digests, each table in the order of its key: concurrent reports,
+//! and a link deletion (the link, then its digests, its groups', its account's), take their locks in one order
 //! and never deadlock on PostgreSQL.
 
+use crate::digests::write::{self, Change, DayKey};
+use crate::digests::{Dimension, Scope};
 use crate::domain::{ClickBatchId, Day, Micros};
 use crate::error::{StoreError, is_unique_violation};
 use crate::outbox;
@@ -36,7 +38,7 @@ const GROUP_ID_LEN: usize = 36;
 /// Longest event id kept (a Queues message id is 32 hex characters).
 const MAX_EVENT_ID: usize = 64;
 
-/// An event as stored: normalised, bounded, and with a time the counters can place on a day.
+/// An event as stored: normalised, bounded, and with a time the digests can place on a day.
 pub(crate) struct Event {
     /// Lowercase host and short code of a persistent link; `None` for a dynamic link.
     link: Option<(String, String)>,
@@ -279,62 +281,9 @@ async fn insert_events(
     Ok(())
 }
 
-/// A value bound in a counter row.
-#[derive(Clone, Copy)]
-enum Arg<'a> {
-    Text(&'a str),
-    Int(i64),
-}
-
-/// Adds `rows` (primary key values, then the clicks to add) to the counters of `table`, each row once, in the
-/// order given, in multi-row upserts.
-async fn upsert(
-    conn: &mut AnyConnection,
-    multi_row: MultiRow,
-    table: &str,
-    key: &[&str],
-    rows: &[(Vec<Arg<'_>>, i64)],
-) -> Result<(), StoreError> {
-    let columns = key.join(", ");
-    let mut rest = rows;
-    for n in multi_row.chunks(rows.len(), key.len() + 1) {
-        let (chunk, tail) = rest.split_at(n);
-        rest = tail;
-        let sql = format!(
-            "INSERT INTO {table} ({columns}, clicks) VALUES {} \
-             ON CONFLICT ({columns}) DO UPDATE SET clicks = {table}.clicks + excluded.clicks",
-            multi_row.values(n, key.len() + 1)
-        );
-        let mut q = sqlx::query(&sql);
-        for (args, clicks) in chunk {
-            for a in args {
-                q = match *a {
-                    Arg::Text(t) => q.bind(t),
-                    Arg::Int(i) => q.bind(i),
-                };
-            }
-            q = q.bind(*clicks);
-        }
-        q.execute(&mut *conn).await?;
-    }
-    Ok(())
-}
-
-/// A counter's key before its table's own columns: (link, group or account id, day, dimension, value).
-type Key<'a> = (&'a str, i64, &'static str, &'a str);
-
-fn args<'a>((id, day, dimension, value): Key<'a>) -> Vec<Arg<'a>> {
-    vec![
-        Arg::Text(id),
-        Arg::Int(day),
-        Arg::Text(dimension),
-        Arg::Text(value),
-    ]
-}
-
 /// Adds a report's clicks to its links' totals of all time (`link_click_totals`, read by the list's `sort=clicks`,
-/// the export and the click limit). Right after the raw events, before the counters: a link deletion deletes the
-/// link row, then (cascading) its totals, then touches the counters, so the lock order stays the module's. On
+/// the export and the click limit). Right after the raw events, before the digests: a link deletion deletes the
+/// link row, then (cascading) its totals, then touches the digests, so the lock order stays the module's. On
 /// PostgreSQL the rows are locked in id order first, so two reports touching the same links never wait on each
 /// other in a cycle; the update itself is one statement per chunk, `VALUES` rows joined by id (`column1`,
 /// `column2` on both engines).
@@ -427,71 +376,49 @@ async fn republish_exhausted(conn: &mut AnyConnection, ids: &[String]) -> Result
     outbox::enqueue(conn, &keys).await
 }
 
-/// Adds a report's clicks to the link, group and account counters: added up in memory first, so each counter
-/// row is written once, in key order (the lock order, see the module's documentation).
+/// Adds a report's clicks to the day digests of their links, groups and accounts ([`crate::digests`]): added up in
+/// memory first, so each row is written once, links' then groups' then accounts', each in key order (the lock
+/// order, see the module's documentation).
 async fn count(
     conn: &mut AnyConnection,
     multi_row: MultiRow,
     targets: &[Target],
     clicks: &[(usize, &Event)],
 ) -> Result<(), StoreError> {
-    let mut links: BTreeMap<(Key<'_>, &str), i64> = BTreeMap::new();
-    let mut groups: BTreeMap<Key<'_>, i64> = BTreeMap::new();
-    let mut accounts: BTreeMap<Key<'_>, i64> = BTreeMap::new();
+    let mut links: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
+    let mut groups: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
+    let mut accounts: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
     for (t, e) in clicks {
         let target = &targets[*t];
-        for (dimension, value) in [
-            ("country", e.country.as_deref().unwrap_or_default()),
-            ("device", e.device),
-            ("referrer", e.referer_host.as_deref().unwrap_or_default()),
-        ] {
-            if let Some(link) = &target.link_id {
-                *links
-                    .entry(((link, e.day.0, dimension, value), &target.group_id))
-                    .or_default() += 1;
-            }
-            *groups
-                .entry((&target.group_id, e.day.0, dimension, value))
-                .or_default() += 1;
-            *accounts
-                .entry((&target.account_id, e.day.0, dimension, value))
-                .or_default() += 1;
+        let mut keys = vec![
+            (&mut groups, (target.group_id.as_str(), e.day.0, "")),
+            (&mut accounts, (target.account_id.as_str(), e.day.0, "")),
+        ];
+        if let Some(link) = &target.link_id {
+            keys.push((
+                &mut links,
+                (link.as_str(), e.day.0, target.group_id.as_str()),
+            ));
+        }
+        for (map, key) in keys {
+            let change = map.entry(key).or_default();
+            change.clicks += 1;
+            change.digest.add(
+                Dimension::COUNTRY,
+                e.country.as_deref().unwrap_or_default(),
+                1,
+            );
+            change.digest.add(Dimension::DEVICE, e.device, 1);
+            change.digest.add(
+                Dimension::REFERRER,
+                e.referer_host.as_deref().unwrap_or_default(),
+                1,
+            );
         }
     }
-    let link_rows: Vec<_> = links
-        .into_iter()
-        .map(|((k, group), n)| {
-            let mut a = args(k);
-            a.push(Arg::Text(group));
-            (a, n)
-        })
-        .collect();
-    upsert(
-        conn,
-        multi_row,
-        "link_click_counts",
-        &["link_id", "day", "dimension", "value", "group_id"],
-        &link_rows,
-    )
-    .await?;
-    let group_rows: Vec<_> = groups.into_iter().map(|(k, n)| (args(k), n)).collect();
-    upsert(
-        conn,
-        multi_row,
-        "group_click_counts",
-        &["group_id", "day", "dimension", "value"],
-        &group_rows,
-    )
-    .await?;
-    let account_rows: Vec<_> = accounts.into_iter().map(|(k, n)| (args(k), n)).collect();
-    upsert(
-        conn,
-        multi_row,
-        "account_click_counts",
-        &["account_id", "day", "dimension", "value"],
-        &account_rows,
-    )
-    .await
+    write::add(conn, multi_row, Scope::LINKS, &links).await?;
+    write::add(conn, multi_row, Scope::GROUPS, &groups).await?;
+    write::add(conn, multi_row, Scope::ACCOUNTS, &accounts).await
 }
 
 /// One click report, normalised, as it waits to be stored.

@@ -22,6 +22,7 @@ mod click_writer;
 mod clicks;
 mod creation;
 pub mod csv;
+mod digests;
 mod domains;
 mod error;
 mod groups;
@@ -60,6 +61,8 @@ pub use click_retention::Aged;
 pub use click_stats::{ClickStats, DayCount, StatsScope, TOP_VALUES, ValueCount};
 pub use clicks::Ingested;
 pub use creation::{CreateLink, CreatedLink, Creator};
+#[doc(hidden)]
+pub use digests::{SeedDay, SeedScope};
 pub use domains::{DomainOwner, DomainRow, DomainState};
 pub use error::{Entity, StoreError};
 pub use groups::{DEFAULT_MAX_GROUPS_PER_ACCOUNT, GroupRow, Owner};

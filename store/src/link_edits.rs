@@ -7,6 +7,8 @@
 //! `deleted_creations`, which [`crate::creation`]'s window counts beside the key's live links.
 
 use crate::audit::{self, Action, Actor};
+use crate::digests::write::{self, Change, DayKey};
+use crate::digests::{Digest, Scope};
 use crate::domain::{LongUrl, Micros, Tag, Title};
 use crate::error::{Entity, StoreError};
 use crate::link_options::{
@@ -18,9 +20,11 @@ use crate::listed::{ListedLink, search_text, tag_list};
 use crate::outbox;
 use crate::pool::Db;
 use crate::rate_limit::RateWindow;
+use crate::sql_chunks::MultiRow;
 use crate::webhooks::EventType;
 use crate::webhooks::emit::emit;
 use sqlx::{AnyConnection, Row};
+use std::collections::BTreeMap;
 
 /// The fields a PATCH may change; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
@@ -116,35 +120,46 @@ impl LinkPatch {
     }
 }
 
-/// Takes a deleted link's clicks out of the statistics: out of the counters of the groups it was in when they
-/// happened and of its account's, then deletes its own counters (its raw clicks went with the link row). Run
-/// after the link row is deleted: that waits for any click report holding the link (PostgreSQL), so every
-/// click counted for it is seen here, and the locks are taken in the reports' order (link, its counters, group
-/// counters, account counters).
+/// Takes a deleted link's clicks out of the statistics: out of the day digests of the groups it was in when they
+/// happened and of its account's, then deletes its own digests (its raw clicks went with the link row). Run after
+/// the link row is deleted: that waits for any click report holding the link (PostgreSQL), so every click counted
+/// for it is seen here, and the locks are taken in the reports' order (link, its digests, group digests, account
+/// digests).
 async fn forget_clicks(
     conn: &mut AnyConnection,
     account_id: &str,
     link_id: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE group_click_counts AS g SET clicks = g.clicks - l.clicks FROM link_click_counts AS l \
-         WHERE l.link_id = $1 AND g.group_id = l.group_id AND g.dimension = l.dimension \
-         AND g.day = l.day AND g.value = l.value",
+    let rows = sqlx::query(
+        "SELECT period, group_id, clicks, data FROM link_click_digests WHERE link_id = $1 AND span = 'day'",
     )
     .bind(link_id)
-    .execute(&mut *conn)
+    .fetch_all(&mut *conn)
     .await?;
-    sqlx::query(
-        "UPDATE account_click_counts AS a SET clicks = a.clicks - l.n \
-         FROM (SELECT dimension, day, value, SUM(clicks) AS n FROM link_click_counts WHERE link_id = $1 \
-               GROUP BY dimension, day, value) AS l \
-         WHERE a.account_id = $2 AND a.dimension = l.dimension AND a.day = l.day AND a.value = l.value",
-    )
-    .bind(link_id)
-    .bind(account_id)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query("DELETE FROM link_click_counts WHERE link_id = $1")
+    let mut days: Vec<(i64, String, i64, Digest)> = Vec::with_capacity(rows.len());
+    for r in rows {
+        days.push((
+            r.try_get("period")?,
+            r.try_get("group_id")?,
+            r.try_get("clicks")?,
+            Digest::decode(&r.try_get::<Vec<u8>, _>("data")?)?,
+        ));
+    }
+    let mut groups: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
+    let mut accounts: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
+    for (day, group, clicks, digest) in &days {
+        for change in [
+            groups.entry((group.as_str(), *day, "")).or_default(),
+            accounts.entry((account_id, *day, "")).or_default(),
+        ] {
+            change.clicks += clicks;
+            change.digest.merge(digest, 1);
+        }
+    }
+    let multi_row = MultiRow::of(conn);
+    write::take_out(conn, multi_row, Scope::GROUPS, &groups).await?;
+    write::take_out(conn, multi_row, Scope::ACCOUNTS, &accounts).await?;
+    sqlx::query("DELETE FROM link_click_digests WHERE link_id = $1")
         .bind(link_id)
         .execute(&mut *conn)
         .await?;

@@ -177,6 +177,10 @@ impl Db {
     /// Applies pending migrations for this engine.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         self.migrator.run(&self.write).await?;
+        // The one step SQL cannot take: the day counters of migration 0005 become digests (migration 0020).
+        let mut tx = self.begin_write().await?;
+        crate::digests::convert::counters_to_digests(&mut tx).await?;
+        tx.commit().await?;
         Ok(())
     }
 

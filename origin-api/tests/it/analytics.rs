@@ -628,7 +628,7 @@ async fn group_and_account_stats(engine: Engine) {
                {"device": "desktop", "clicks": 1}, {"device": "other", "clicks": 1}])
     );
 
-    // Deleting a link deletes its clicks and counters: every statistic forgets it.
+    // Deleting a link deletes its clicks and digests: every statistic forgets it.
     let (s, _) = app
         .send(
             Method::DELETE,
@@ -661,7 +661,7 @@ async fn group_and_account_stats(engine: Engine) {
     assert_eq!(raw_clicks(&app).await, 5);
     let pool = sqlx::AnyPool::connect(&app.test_db.url).await.unwrap();
     let (left,): (i64,) =
-        sqlx::query_as("SELECT COUNT(*) FROM link_click_counts WHERE link_id = $1")
+        sqlx::query_as("SELECT COUNT(*) FROM link_click_digests WHERE link_id = $1")
             .bind(&l1)
             .fetch_one(&pool)
             .await

@@ -5,7 +5,8 @@
 use crate::common::{Account, Engine, TestApp, TestDb, assert_error};
 use reqwest::Method;
 use serde_json::{Value, json};
-use shortlink_store::domain::{ListQuery, Micros};
+use shortlink_store::domain::{Day, ListQuery, Micros};
+use shortlink_store::{StatsScope, ValueCount};
 use sqlx::Connection as _;
 
 const LINKS: &str = "/api/v1/external/links";
@@ -444,8 +445,8 @@ async fn click_totals_stay_exact(engine: Engine) {
     app.stop().await;
 }
 
-/// Migration 0014 fills the stored totals from the day counters of the clicks before it, and migration 0018 carries
-/// them into their own table.
+/// Migration 0014 fills the stored totals from the day counters of the clicks before it, migration 0018 carries
+/// them into their own table, and migration 0020 (with the origin's start) turns the counters into digests.
 async fn migration_totals_earlier_clicks(engine: Engine) {
     let test_db = TestDb::migrated_to(engine, 13).await;
     let pool = sqlx::AnyPool::connect(&test_db.url).await.unwrap();
@@ -484,6 +485,13 @@ async fn migration_totals_earlier_clicks(engine: Engine) {
              ($1, 19000, 'referrer', '', $2, 2), ($1, 19001, 'referrer', 'a.example', $2, 1)",
             vec![&clicked, &group],
         ),
+        (
+            "INSERT INTO account_click_counts (account_id, day, dimension, value, clicks) VALUES \
+             ($1, 19000, 'device', 'mobile', 2), ($1, 19001, 'device', 'desktop', 1), \
+             ($1, 19000, 'country', 'DE', 2), ($1, 19001, 'country', '', 1), \
+             ($1, 19000, 'referrer', '', 2), ($1, 19001, 'referrer', 'a.example', 1)",
+            vec![&acc],
+        ),
     ];
     for (sql, binds) in statements {
         let mut q = sqlx::query(sql);
@@ -503,6 +511,46 @@ async fn migration_totals_earlier_clicks(engine: Engine) {
         .map(|e| (e.link.short_code.as_str(), e.clicks))
         .collect();
     assert_eq!(got, [("abc", 3), ("def", 0)]);
+    // Migration 0020: the day counters became digests (moved at start, in Rust), with every dimension, and are gone.
+    for scope in [StatsScope::Link(&clicked), StatsScope::Account] {
+        let stats = db
+            .click_stats(&acc, scope, Day(18999), Day(19002))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stats.total, 3, "{scope:?}");
+        let days: Vec<(i64, i64)> = stats.by_day.iter().map(|d| (d.day.0, d.clicks)).collect();
+        assert_eq!(days, [(19000, 2), (19001, 1)]);
+        let values = |v: &[ValueCount]| -> Vec<(Option<String>, i64)> {
+            v.iter().map(|c| (c.value.clone(), c.clicks)).collect()
+        };
+        assert_eq!(
+            values(&stats.by_country),
+            [(Some("DE".into()), 2), (None, 1)]
+        );
+        assert_eq!(
+            values(&stats.by_device),
+            [(Some("mobile".into()), 2), (Some("desktop".into()), 1)]
+        );
+        assert_eq!(
+            values(&stats.by_referrer),
+            [(None, 2), (Some("a.example".into()), 1)]
+        );
+    }
+    let pool = sqlx::AnyPool::connect(&test_db.url).await.unwrap();
+    for table in [
+        "link_click_counts",
+        "group_click_counts",
+        "account_click_counts",
+    ] {
+        let gone = sqlx::query(&format!("SELECT 1 FROM {table}"))
+            .fetch_optional(&pool)
+            .await;
+        assert!(gone.is_err(), "{table} is dropped");
+    }
+    pool.close().await;
+    // A second start has nothing to move.
+    db.migrate().await.unwrap();
     db.close().await;
 }
 

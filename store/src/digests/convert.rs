@@ -1,0 +1,96 @@
+//! The one-time move from the day counters of migration 0005 (a row per day, dimension and value) to day digests.
+//! Run at start after the SQL migrations, in one transaction: the counters are read in key order, each day's rows
+//! become one digest row (revision 1), and the counter tables are dropped. A database that never had them, or has
+//! been moved already, has nothing to do. Written in Rust because the digests' bytes are ([`super::format`]).
+
+use futures_util::TryStreamExt;
+use sqlx::{AnyConnection, Row};
+use std::collections::BTreeMap;
+
+use super::write::{Change, DayKey};
+use super::{Dimension, Scope};
+use crate::error::StoreError;
+use crate::sql_chunks::MultiRow;
+
+/// The counter tables, what they became, and their key columns (owner, day, then the group of link rows).
+const MOVES: [(&str, Scope, &str); 3] = [
+    ("link_click_counts", Scope::LINKS, "link_id, day, group_id"),
+    ("group_click_counts", Scope::GROUPS, "group_id, day"),
+    ("account_click_counts", Scope::ACCOUNTS, "account_id, day"),
+];
+
+/// Whether `table` exists.
+async fn exists(conn: &mut AnyConnection, postgres: bool, table: &str) -> Result<bool, StoreError> {
+    let sql = if postgres {
+        "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1"
+    } else {
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1"
+    };
+    Ok(sqlx::query(sql)
+        .bind(table)
+        .fetch_optional(&mut *conn)
+        .await?
+        .is_some())
+}
+
+/// Moves every counter table still there, in the caller's transaction.
+pub(crate) async fn counters_to_digests(conn: &mut AnyConnection) -> Result<(), StoreError> {
+    let multi_row = MultiRow::of(conn);
+    let postgres = !multi_row.anonymous;
+    for (table, scope, key) in MOVES {
+        if !exists(conn, postgres, table).await? {
+            continue;
+        }
+        // Owned keys: a day's rows are gathered, then written in batches.
+        let mut changes: BTreeMap<(String, i64, String), Change> = BTreeMap::new();
+        {
+            let sql = format!(
+                "SELECT {key}, dimension, value, clicks FROM {table} WHERE clicks > 0 ORDER BY {key}",
+            );
+            let mut rows = sqlx::query(&sql).fetch(&mut *conn);
+            while let Some(row) = rows.try_next().await? {
+                let owner: String = row.try_get(0)?;
+                let day: i64 = row.try_get(1)?;
+                let group: String = if scope.grouped {
+                    row.try_get(2)?
+                } else {
+                    String::new()
+                };
+                let dimension: String = row.try_get("dimension")?;
+                let value: String = row.try_get("value")?;
+                let clicks: i64 = row.try_get("clicks")?;
+                let change = changes.entry((owner, day, group)).or_default();
+                let dimension = match dimension.as_str() {
+                    "country" => Dimension::COUNTRY,
+                    // Every click is in exactly one device row of its day: those give the day's clicks.
+                    "device" => {
+                        change.clicks += clicks;
+                        Dimension::DEVICE
+                    }
+                    "referrer" => Dimension::REFERRER,
+                    _ => continue,
+                };
+                change.digest.add(dimension, &value, clicks);
+            }
+        }
+        for batch in changes.into_iter().collect::<Vec<_>>().chunks(4_096) {
+            let borrowed: BTreeMap<DayKey<'_>, Change> = batch
+                .iter()
+                .map(|((o, d, g), c)| {
+                    (
+                        (o.as_str(), *d, g.as_str()),
+                        Change {
+                            clicks: c.clicks,
+                            digest: c.digest.clone(),
+                        },
+                    )
+                })
+                .collect();
+            super::write::add(conn, multi_row, scope, &borrowed).await?;
+        }
+        sqlx::query(&format!("DROP TABLE {table}"))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}

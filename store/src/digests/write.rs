@@ -1,0 +1,180 @@
+//! Adding a report's clicks to day rows, and taking a deleted link's clicks back out of its groups' and account's.
+//!
+//! Rows are written in key order, each once per call, so concurrent reports (and a link deletion, which takes the
+//! rows of the link, then of its groups, then of its account, as reports do) take their locks in one order and never
+//! deadlock on PostgreSQL.
+
+use std::collections::{BTreeMap, HashMap};
+
+use sqlx::{AnyConnection, Row};
+
+use super::{Digest, Scope};
+use crate::error::StoreError;
+use crate::sql_chunks::MultiRow;
+
+/// A day row's key: its owner, the day, and for link rows the group (`""` otherwise).
+pub(crate) type DayKey<'a> = (&'a str, i64, &'a str);
+
+/// What a report adds to a day row.
+#[derive(Debug, Default)]
+pub(crate) struct Change {
+    pub(crate) clicks: i64,
+    pub(crate) digest: Digest,
+}
+
+/// Adds `changes` to their day rows, creating the rows a day's first clicks need.
+///
+/// Two statements per chunk of rows: an upsert that creates the missing rows with the change as their digest,
+/// and on the existing ones counts the clicks, bumps the revision (which the block cache checks, see
+/// [`super::read`]) and so locks them, returning their digest as it was; then an update of the merged digests of
+/// those existing rows. A row the upsert created answers revision 1 and needs no second write.
+pub(crate) async fn add(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    scope: Scope,
+    changes: &BTreeMap<DayKey<'_>, Change>,
+) -> Result<(), StoreError> {
+    let rows: Vec<(&DayKey<'_>, &Change)> = changes.iter().collect();
+    let cols = if scope.grouped { 7 } else { 6 };
+    let (t, owner) = (scope.table, scope.owner);
+    let group_col = if scope.grouped { ", group_id" } else { "" };
+    let mut merged: Vec<(DayKey<'_>, Vec<u8>)> = Vec::new();
+    for (chunk, values) in multi_row.split(&rows, cols) {
+        let sql = format!(
+            "INSERT INTO {t} ({owner}, span, period{group_col}, revision, clicks, data) VALUES {values} \
+             ON CONFLICT ({owner}, {keys}) DO UPDATE SET revision = {t}.revision + 1, \
+             clicks = {t}.clicks + excluded.clicks \
+             RETURNING {owner} AS owner, period{group_col}, revision, data",
+            keys = scope.key_columns(),
+        );
+        let encoded: Vec<Vec<u8>> = chunk.iter().map(|(_, c)| c.digest.encode()).collect();
+        let mut q = sqlx::query(&sql);
+        for ((key, change), data) in chunk.iter().zip(&encoded) {
+            q = q.bind(key.0).bind("day").bind(key.1);
+            if scope.grouped {
+                q = q.bind(key.2);
+            }
+            q = q.bind(1_i64).bind(change.clicks).bind(data.as_slice());
+        }
+        let by_key: HashMap<DayKey<'_>, (DayKey<'_>, &Change)> =
+            chunk.iter().map(|(k, c)| (**k, (**k, *c))).collect();
+        for row in q.fetch_all(&mut *conn).await? {
+            if row.try_get::<i64, _>("revision")? == 1 {
+                continue;
+            }
+            let owner: String = row.try_get("owner")?;
+            let day: i64 = row.try_get("period")?;
+            let group: String = if scope.grouped {
+                row.try_get("group_id")?
+            } else {
+                String::new()
+            };
+            let Some(&(key, change)) = by_key.get(&(owner.as_str(), day, group.as_str())) else {
+                return Err(StoreError::Internal(format!(
+                    "{t}: the upsert answered a row it was not given"
+                )));
+            };
+            let mut digest = Digest::decode(&row.try_get::<Vec<u8>, _>("data")?)?;
+            digest.merge(&change.digest, 1);
+            merged.push((key, digest.encode()));
+        }
+    }
+    merged.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    set_data(conn, multi_row, scope, &merged, None).await
+}
+
+/// Writes the digests of existing day rows; with `less`, also takes those clicks off each row's count and bumps
+/// its revision (a deletion: [`take_out`]).
+async fn set_data(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    scope: Scope,
+    rows: &[(DayKey<'_>, Vec<u8>)],
+    less: Option<&[i64]>,
+) -> Result<(), StoreError> {
+    let (t, owner) = (scope.table, scope.owner);
+    let key_cols = if scope.grouped { 3 } else { 2 };
+    let cols = key_cols + 1 + usize::from(less.is_some());
+    let group_match = if scope.grouped {
+        format!(" AND {t}.group_id = v.column3")
+    } else {
+        String::new()
+    };
+    let data_col = key_cols + 1;
+    let set = if less.is_some() {
+        format!(
+            "data = v.column{data_col}, clicks = {t}.clicks - v.column{}, revision = {t}.revision + 1",
+            data_col + 1
+        )
+    } else {
+        format!("data = v.column{data_col}")
+    };
+    let indexed: Vec<(usize, &(DayKey<'_>, Vec<u8>))> = rows.iter().enumerate().collect();
+    for (chunk, values) in multi_row.split(&indexed, cols) {
+        let sql = format!(
+            "UPDATE {t} SET {set} FROM (VALUES {values}) AS v \
+             WHERE {t}.{owner} = v.column1 AND {t}.span = 'day' AND {t}.period = v.column2{group_match}"
+        );
+        let mut q = sqlx::query(&sql);
+        for (i, (key, data)) in chunk {
+            q = q.bind(key.0).bind(key.1);
+            if scope.grouped {
+                q = q.bind(key.2);
+            }
+            q = q.bind(data.as_slice());
+            if let Some(less) = less {
+                q = q.bind(less[*i]);
+            }
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// Takes `changes` out of the day rows of groups or accounts (not links: a deleted link's own rows are deleted).
+/// Rows that are no longer there (their group was deleted) are left alone.
+pub(crate) async fn take_out(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    scope: Scope,
+    changes: &BTreeMap<DayKey<'_>, Change>,
+) -> Result<(), StoreError> {
+    debug_assert!(!scope.grouped);
+    let (t, owner) = (scope.table, scope.owner);
+    // Locked in key order on PostgreSQL, as the reports lock them.
+    let lock = if multi_row.anonymous {
+        ""
+    } else {
+        " FOR UPDATE"
+    };
+    let mut owners: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
+    for (o, day, _) in changes.keys() {
+        let span = owners.entry(o).or_insert((*day, *day));
+        span.0 = span.0.min(*day);
+        span.1 = span.1.max(*day);
+    }
+    let mut rows: Vec<(DayKey<'_>, Vec<u8>)> = Vec::new();
+    let mut less: Vec<i64> = Vec::new();
+    for (o, (first, last)) in owners {
+        let stored = sqlx::query(&format!(
+            "SELECT period, data FROM {t} WHERE {owner} = $1 AND span = 'day' AND period >= $2 AND period <= $3 \
+             ORDER BY period{lock}"
+        ))
+        .bind(o)
+        .bind(first)
+        .bind(last)
+        .fetch_all(&mut *conn)
+        .await?;
+        for row in stored {
+            let day: i64 = row.try_get("period")?;
+            let Some(change) = changes.get(&(o, day, "")) else {
+                continue;
+            };
+            let mut digest = Digest::decode(&row.try_get::<Vec<u8>, _>("data")?)?;
+            digest.merge(&change.digest, -1);
+            rows.push(((o, day, ""), digest.encode()));
+            less.push(change.clicks);
+        }
+    }
+    set_data(conn, multi_row, scope, &rows, Some(&less)).await
+}
