@@ -1,14 +1,44 @@
 //! The click report, the other contract between worker and origin: what the worker posts to the origin's
 //! `POST /internal/v1/clicks` as `{"batch_id": "<uuid>", "events": […]}` ([`ClickBatch`]). One definition, so the
 //! two cannot drift.
+//!
+//! Fields added later are optional with serde defaults, so events already in flight (in a queue, in an isolate's
+//! buffer) from an older worker still parse, and an older origin ignores the fields it does not know.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
+/// Most bytes of the User-Agent an event carries (cut on a character boundary): enough for every browser and OS
+/// token the origin looks for, and a bound on what a visitor can make the worker send.
+pub const MAX_USER_AGENT_BYTES: usize = 256;
+
+/// Most characters of a region, a city or a UTM value an event carries; the origin cuts longer ones too.
+pub const MAX_FACT_CHARS: usize = 100;
+
+/// `s` cut to at most `max` bytes, on a character boundary.
+pub fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// `s` cut to at most `max` characters.
+pub fn truncate_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((end, _)) => &s[..end],
+        None => s,
+    }
+}
+
 /// The kind of device a visitor used, from the User-Agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Device {
     /// Phones.
@@ -18,6 +48,7 @@ pub enum Device {
     /// Windows, macOS, Linux and ChromeOS browsers.
     Desktop,
     /// Anything else (TVs, consoles, unknown), and any kind a newer worker names that this build does not know.
+    #[default]
     #[serde(other)]
     Other,
 }
@@ -34,8 +65,8 @@ impl Device {
     }
 }
 
-/// One counted visitor request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One counted visitor request, or (with [`ClickEvent::bot`]) one the edge recognised as a bot and did not count.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClickEvent {
     /// The host the visitor used.
     pub host: String,
@@ -59,6 +90,33 @@ pub struct ClickEvent {
     /// are grouped into reports — Queues regroups the messages of a batch it delivers again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The visitor's User-Agent, at most [`MAX_USER_AGENT_BYTES`]: the origin derives the browser and OS from it
+    /// and never stores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ua: Option<String>,
+    /// Cloudflare's `cf.region` (a name such as `Bavaria`), at most [`MAX_FACT_CHARS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Cloudflare's `cf.city`, at most [`MAX_FACT_CHARS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub city: Option<String>,
+    /// The visited URL's `utm_source`, decoded, at most [`MAX_FACT_CHARS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_source: Option<String>,
+    /// The visited URL's `utm_medium`, decoded, at most [`MAX_FACT_CHARS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_medium: Option<String>,
+    /// The visited URL's `utm_campaign`, decoded, at most [`MAX_FACT_CHARS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_campaign: Option<String>,
+    /// A request the edge recognised as a bot or link preview and did not count: the origin counts it apart
+    /// (`bots`), never in the clicks or their dimensions.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bot: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The body of a click report.
@@ -86,7 +144,7 @@ mod tests {
             country: Some("DE".into()),
             referer_host: None,
             device: Device::Tablet,
-            id: None,
+            ..ClickEvent::default()
         };
         let text = serde_json::to_string(&ClickBatch {
             batch_id: None,
@@ -103,6 +161,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!((newer.device, newer.short_code), (Device::Other, None));
+        assert!(!text.contains("bot") && !text.contains("ua"), "{text}");
+    }
+
+    #[test]
+    fn new_facts_are_optional_and_round_trip() {
+        let old: ClickEvent =
+            serde_json::from_str(r#"{"host":"h","group_id":"g","at":2,"device":"mobile"}"#)
+                .unwrap();
+        assert_eq!((old.ua, old.region, old.bot), (None, None, false));
+        let event = ClickEvent {
+            host: "h".into(),
+            group_id: "g".into(),
+            ua: Some("Mozilla/5.0".into()),
+            region: Some("Bavaria".into()),
+            city: Some("Munich".into()),
+            utm_source: Some("mail".into()),
+            utm_medium: Some("email".into()),
+            utm_campaign: Some("fall".into()),
+            bot: true,
+            ..ClickEvent::default()
+        };
+        let text = serde_json::to_string(&event).unwrap();
+        assert!(text.contains(r#""bot":true"#), "{text}");
+        assert_eq!(serde_json::from_str::<ClickEvent>(&text).unwrap(), event);
+    }
+
+    #[test]
+    fn truncation_keeps_characters_whole() {
+        assert_eq!(truncate_bytes("abc", 5), "abc");
+        assert_eq!(truncate_bytes("aé", 2), "a");
+        assert_eq!(truncate_bytes("aé", 3), "aé");
+        assert_eq!(truncate_chars("München", 3), "Mün");
+        assert_eq!(truncate_chars("ab", 3), "ab");
     }
 
     #[test]

@@ -36,7 +36,10 @@ use serde::{Deserialize, Serialize, Serializer};
 mod click;
 mod short_code;
 
-pub use click::{ClickBatch, ClickEvent, Device};
+pub use click::{
+    ClickBatch, ClickEvent, Device, MAX_FACT_CHARS, MAX_USER_AGENT_BYTES, truncate_bytes,
+    truncate_chars,
+};
 pub use link_rules::Rule;
 
 pub use short_code::{

@@ -1,7 +1,8 @@
 -- Click digests (issue 26): the statistics' storage from now on. A row holds one period of one link, group or
 -- account: `span` 'day' (`period` = days since 1970-01-01, UTC) or 'block' (`period` = day / 32, a cache the
 -- statistics build and check, see store/src/digests/read.rs); its clicks; a revision that every write to a day
--- row bumps; and `data`, the counts of every dimension's values in one binary digest (store/src/digests/format.rs).
+-- row bumps; the requests the edge recognised as bots and did not count (`bots`, in no other figure); and `data`,
+-- the counts of every dimension's values in one binary digest (store/src/digests/format.rs).
 -- A report writes one row per link, group and account and day it touches, whatever the number of dimensions and
 -- values; the statistics read one row per period. The counter tables of migration 0005 are moved here and dropped
 -- by the origin at start (store/src/digests/convert.rs): their rows become digests that SQL cannot write.
@@ -16,6 +17,7 @@ CREATE TABLE link_click_digests (
     group_id TEXT   NOT NULL,
     revision BIGINT NOT NULL,
     clicks   BIGINT NOT NULL,
+    bots     BIGINT NOT NULL,
     data     BLOB   NOT NULL,
     PRIMARY KEY (link_id, span, period, group_id)
 );
@@ -26,6 +28,7 @@ CREATE TABLE group_click_digests (
     period   BIGINT NOT NULL,
     revision BIGINT NOT NULL,
     clicks   BIGINT NOT NULL,
+    bots     BIGINT NOT NULL,
     data     BLOB   NOT NULL,
     PRIMARY KEY (group_id, span, period)
 );
@@ -36,6 +39,17 @@ CREATE TABLE account_click_digests (
     period     BIGINT NOT NULL,
     revision   BIGINT NOT NULL,
     clicks     BIGINT NOT NULL,
+    bots       BIGINT NOT NULL,
     data       BLOB   NOT NULL,
     PRIMARY KEY (account_id, span, period)
 );
+
+-- Raw clicks get the new facts as columns (NULL: unknown or absent; rows stored before have none). The User-Agent
+-- the browser and OS are derived from is never stored. Retention deletes these rows by age as before.
+ALTER TABLE clicks ADD COLUMN browser TEXT;
+ALTER TABLE clicks ADD COLUMN os TEXT;
+ALTER TABLE clicks ADD COLUMN region TEXT;
+ALTER TABLE clicks ADD COLUMN city TEXT;
+ALTER TABLE clicks ADD COLUMN utm_source TEXT;
+ALTER TABLE clicks ADD COLUMN utm_medium TEXT;
+ALTER TABLE clicks ADD COLUMN utm_campaign TEXT;

@@ -44,6 +44,29 @@ pub struct ValueCount {
     pub clicks: i64,
 }
 
+/// Clicks from one place (a region or a city) of one country.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlaceCount {
+    /// The country (ISO 3166-1 alpha-2); `None` when unknown.
+    pub country: Option<String>,
+    /// The region's or city's name; `None` when unknown.
+    pub name: Option<String>,
+    /// Clicks.
+    pub clicks: i64,
+}
+
+/// Clicks by the visited URL's UTM parameters, each most clicks first, then by value (`None`, no such parameter,
+/// first); at most [`TOP_VALUES`] each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UtmStats {
+    /// `utm_source`.
+    pub source: Vec<ValueCount>,
+    /// `utm_medium`.
+    pub medium: Vec<ValueCount>,
+    /// `utm_campaign`.
+    pub campaign: Vec<ValueCount>,
+}
+
 /// Statistics over a range of days.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClickStats {
@@ -57,6 +80,20 @@ pub struct ClickStats {
     pub by_device: Vec<ValueCount>,
     /// Referrer hosts, most clicks first, then by host; at most [`TOP_VALUES`].
     pub by_referrer: Vec<ValueCount>,
+    /// Browsers (`chrome`, `safari`, …, `other`), most clicks first, then by name.
+    pub by_browser: Vec<ValueCount>,
+    /// Operating systems (`ios`, `android`, …, `other`), most clicks first, then by name.
+    pub by_os: Vec<ValueCount>,
+    /// Regions, most clicks first, then by country and name; at most [`TOP_VALUES`].
+    pub by_region: Vec<PlaceCount>,
+    /// Cities, most clicks first, then by country and name; at most [`TOP_VALUES`].
+    pub by_city: Vec<PlaceCount>,
+    /// The visited URLs' UTM parameters.
+    pub by_utm: UtmStats,
+    /// Requests the edge recognised as bots and did not count: in no other figure, `total` included.
+    pub bots: i64,
+    /// Days with bots, oldest first.
+    pub bots_by_day: Vec<DayCount>,
 }
 
 /// The digests of a scope.
@@ -81,6 +118,22 @@ fn listed(tally: &Tally<'_>, dimension: Dimension, limit: usize) -> Vec<ValueCou
         .map(|(v, clicks)| ValueCount {
             value: value(v),
             clicks,
+        })
+        .collect()
+}
+
+/// The places of `dimension` (region or city), whose values are the country, a TAB and the name.
+fn places(tally: &Tally<'_>, dimension: Dimension) -> Vec<PlaceCount> {
+    tally
+        .top(dimension, TOP_VALUES as usize)
+        .into_iter()
+        .map(|(raw, clicks)| {
+            let (country, name) = raw.split_once('\t').unwrap_or(("", raw));
+            PlaceCount {
+                country: value(country),
+                name: value(name),
+                clicks,
+            }
         })
         .collect()
 }
@@ -136,22 +189,34 @@ impl Db {
             }
         }
         let tally = read.tally()?;
-        let mut by_device = listed(&tally, Dimension::DEVICE, usize::MAX);
-        // Devices by clicks, ties by name (top's order), as before.
-        by_device.sort_by_key(|d| std::cmp::Reverse(d.clicks));
-        Ok(Some(ClickStats {
-            total: read.days.iter().map(|(_, n)| n).sum(),
-            by_day: read
-                .days
+        let top = TOP_VALUES as usize;
+        let per_day = |count: fn(&(i64, i64, i64)) -> i64| -> Vec<DayCount> {
+            read.days
                 .iter()
-                .map(|&(day, clicks)| DayCount {
-                    day: Day(day),
-                    clicks,
+                .filter(|d| count(d) > 0)
+                .map(|d| DayCount {
+                    day: Day(d.0),
+                    clicks: count(d),
                 })
-                .collect(),
-            by_country: listed(&tally, Dimension::COUNTRY, TOP_VALUES as usize),
-            by_device,
-            by_referrer: listed(&tally, Dimension::REFERRER, TOP_VALUES as usize),
+                .collect()
+        };
+        Ok(Some(ClickStats {
+            total: read.days.iter().map(|d| d.1).sum(),
+            bots: read.days.iter().map(|d| d.2).sum(),
+            by_day: per_day(|d| d.1),
+            bots_by_day: per_day(|d| d.2),
+            by_country: listed(&tally, Dimension::COUNTRY, top),
+            by_device: listed(&tally, Dimension::DEVICE, top),
+            by_referrer: listed(&tally, Dimension::REFERRER, top),
+            by_browser: listed(&tally, Dimension::BROWSER, top),
+            by_os: listed(&tally, Dimension::OS, top),
+            by_region: places(&tally, Dimension::REGION),
+            by_city: places(&tally, Dimension::CITY),
+            by_utm: UtmStats {
+                source: listed(&tally, Dimension::UTM_SOURCE, top),
+                medium: listed(&tally, Dimension::UTM_MEDIUM, top),
+                campaign: listed(&tally, Dimension::UTM_CAMPAIGN, top),
+            },
         }))
     }
 }

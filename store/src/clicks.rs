@@ -9,6 +9,9 @@
 //! deletion), then the link, group and account digests, each table in the order of its key: concurrent reports,
 //! and a link deletion (the link, then its digests, its groups', its account's), take their locks in one order
 //! and never deadlock on PostgreSQL.
+//!
+//! Events the edge flagged as bots are counted apart: a day row's `bots`, no raw event, no dimension, not in the
+//! links' totals nor in webhooks, so they never reach a statistic's `total`.
 
 use crate::digests::write::{self, Change, DayKey};
 use crate::digests::{Dimension, Scope};
@@ -16,16 +19,20 @@ use crate::domain::{ClickBatchId, Day, Micros};
 use crate::error::{StoreError, is_unique_violation};
 use crate::outbox;
 use crate::sql_chunks::{MultiRow, in_lists};
+use crate::user_agent;
 use crate::webhooks::{self, EventType};
-use kv_model::{ClickEvent, SHORT_CODE_MAX_LEN};
+use kv_model::{
+    ClickEvent, MAX_FACT_CHARS, MAX_USER_AGENT_BYTES, SHORT_CODE_MAX_LEN, truncate_bytes,
+    truncate_chars,
+};
 use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// What became of a click report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ingested {
-    /// This many events were stored; the others named no existing link or group, or a time before 1970 or
-    /// after 9999.
+    /// This many events were stored (bot events, counted apart, included); the others named no existing link or
+    /// group, or a time before 1970 or after 9999.
     Stored(usize),
     /// The report's batch id was counted before: nothing was stored again.
     Duplicate,
@@ -51,6 +58,21 @@ pub(crate) struct Event {
     country: Option<String>,
     referer_host: Option<String>,
     device: &'static str,
+    /// From the User-Agent ([`user_agent`]), which is not kept; `other` when none was sent.
+    browser: &'static str,
+    os: &'static str,
+    /// Region and city names ([`fact`]).
+    region: Option<String>,
+    city: Option<String>,
+    /// The digest values of region and city: the country, a TAB, the name (each '' when unknown): a region's
+    /// name is only unique within its country.
+    region_key: String,
+    city_key: String,
+    utm_source: Option<String>,
+    utm_medium: Option<String>,
+    utm_campaign: Option<String>,
+    /// A request the edge recognised as a bot: counted in `bots` only.
+    bot: bool,
     /// The event's own id, when the sender gave one ([`MAX_EVENT_ID`] printable ASCII characters at most; another
     /// id counts as none).
     id: Option<String>,
@@ -75,15 +97,38 @@ impl Event {
             None if e.group_id.len() > GROUP_ID_LEN => return None,
             None => None,
         };
+        let ua =
+            e.ua.as_deref()
+                .map(|ua| truncate_bytes(ua, MAX_USER_AGENT_BYTES));
+        let country: Option<String> = e
+            .country
+            .filter(|c| c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .map(|c| c.to_ascii_uppercase());
+        let region = fact(e.region);
+        let city = fact(e.city);
+        let place = |name: &Option<String>| {
+            format!(
+                "{}\t{}",
+                country.as_deref().unwrap_or_default(),
+                name.as_deref().unwrap_or_default()
+            )
+        };
         Some(Self {
             link,
             group_id: e.group_id.to_ascii_lowercase(),
             at,
             day,
-            country: e
-                .country
-                .filter(|c| c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphanumeric()))
-                .map(|c| c.to_ascii_uppercase()),
+            region_key: place(&region),
+            city_key: place(&city),
+            country,
+            region,
+            city,
+            browser: ua.map_or("other", user_agent::browser),
+            os: ua.map_or("other", user_agent::os),
+            utm_source: fact(e.utm_source),
+            utm_medium: fact(e.utm_medium),
+            utm_campaign: fact(e.utm_campaign),
+            bot: e.bot,
             // Visitors choose their Referer: anything that cannot be a host is dropped, not stored.
             referer_host: e
                 .referer_host
@@ -101,6 +146,19 @@ impl Event {
             }),
         })
     }
+}
+
+/// A region, city or UTM value as stored: trimmed, cut to [`MAX_FACT_CHARS`] characters (the worker cuts them
+/// too; a longer one is kept shortened rather than the event refused), and dropped (unknown) when empty or
+/// holding control characters, which no place name or campaign has (and a NUL would fail the report on
+/// PostgreSQL).
+fn fact(value: Option<String>) -> Option<String> {
+    let value = value?;
+    let value = value.trim();
+    if value.is_empty() || value.chars().any(char::is_control) {
+        return None;
+    }
+    Some(truncate_chars(value, MAX_FACT_CHARS).trim_end().to_owned())
 }
 
 /// Whom a click counts for: a link, or a group's dynamic links.
@@ -257,12 +315,13 @@ async fn insert_events(
     clicks: &[(usize, &Event)],
 ) -> Result<(), StoreError> {
     let mut rest = clicks;
-    for n in multi_row.chunks(clicks.len(), 7) {
+    for n in multi_row.chunks(clicks.len(), 14) {
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
         let sql = format!(
-            "INSERT INTO clicks (account_id, link_id, group_id, at, country, referer_host, device) VALUES {}",
-            multi_row.values(n, 7)
+            "INSERT INTO clicks (account_id, link_id, group_id, at, country, referer_host, device, \
+             browser, os, region, city, utm_source, utm_medium, utm_campaign) VALUES {}",
+            multi_row.values(n, 14)
         );
         let mut q = sqlx::query(&sql);
         for (t, e) in chunk {
@@ -274,7 +333,14 @@ async fn insert_events(
                 .bind(e.at)
                 .bind(e.country.as_deref())
                 .bind(e.referer_host.as_deref())
-                .bind(e.device);
+                .bind(e.device)
+                .bind(e.browser)
+                .bind(e.os)
+                .bind(e.region.as_deref())
+                .bind(e.city.as_deref())
+                .bind(e.utm_source.as_deref())
+                .bind(e.utm_medium.as_deref())
+                .bind(e.utm_campaign.as_deref());
         }
         q.execute(&mut *conn).await?;
     }
@@ -376,19 +442,88 @@ async fn republish_exhausted(conn: &mut AnyConnection, ids: &[String]) -> Result
     outbox::enqueue(conn, &keys).await
 }
 
-/// Adds a report's clicks to the day digests of their links, groups and accounts ([`crate::digests`]): added up in
-/// memory first, so each row is written once, links' then groups' then accounts', each in key order (the lock
-/// order, see the module's documentation).
+/// The report's bot events whose link still exists. Their links are locked as a raw click's foreign key locks
+/// its link (PostgreSQL; `FOR KEY SHARE`, in id order), so a link deleted meanwhile is either gone here, or
+/// deleted after this report commits and its bots taken out with the rest. SQLite's one writer makes the lookup in
+/// [`Targets::resolve`] enough.
+async fn bots_of_existing_links<'e>(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    targets: &[Target],
+    bots: Vec<(usize, &'e Event)>,
+) -> Result<Vec<(usize, &'e Event)>, StoreError> {
+    if multi_row.anonymous {
+        return Ok(bots);
+    }
+    let mut ids: Vec<&str> = bots
+        .iter()
+        .filter_map(|(t, _)| targets[*t].link_id.as_deref())
+        .collect();
+    if ids.is_empty() {
+        return Ok(bots);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let mut alive: HashSet<String> = HashSet::with_capacity(ids.len());
+    for (placeholders, chunk) in in_lists(&ids, 1) {
+        let sql =
+            format!("SELECT id FROM links WHERE id IN ({placeholders}) ORDER BY id FOR KEY SHARE");
+        let mut q = sqlx::query(&sql);
+        for id in chunk {
+            q = q.bind(id);
+        }
+        for row in q.fetch_all(&mut *conn).await? {
+            alive.insert(row.try_get("id")?);
+        }
+    }
+    Ok(bots
+        .into_iter()
+        .filter(|(t, _)| {
+            targets[*t]
+                .link_id
+                .as_ref()
+                .is_none_or(|id| alive.contains(id))
+        })
+        .collect())
+}
+
+/// The digest values one click adds one to: one value of every dimension.
+fn dimensions(e: &Event) -> [(Dimension, &str); 10] {
+    fn or_empty(v: &Option<String>) -> &str {
+        v.as_deref().unwrap_or_default()
+    }
+    [
+        (Dimension::COUNTRY, or_empty(&e.country)),
+        (Dimension::DEVICE, e.device),
+        (Dimension::REFERRER, or_empty(&e.referer_host)),
+        (Dimension::BROWSER, e.browser),
+        (Dimension::OS, e.os),
+        (Dimension::REGION, e.region_key.as_str()),
+        (Dimension::CITY, e.city_key.as_str()),
+        (Dimension::UTM_SOURCE, or_empty(&e.utm_source)),
+        (Dimension::UTM_MEDIUM, or_empty(&e.utm_medium)),
+        (Dimension::UTM_CAMPAIGN, or_empty(&e.utm_campaign)),
+    ]
+}
+
+/// Adds a report's clicks, and its bot events (in `bots` only), to the day digests of their links, groups and
+/// accounts ([`crate::digests`]): added up in memory first, so each row is written once, links' then groups' then
+/// accounts', each in key order (the lock order, see the module's documentation).
 async fn count(
     conn: &mut AnyConnection,
     multi_row: MultiRow,
     targets: &[Target],
     clicks: &[(usize, &Event)],
+    bots: &[(usize, &Event)],
 ) -> Result<(), StoreError> {
     let mut links: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
     let mut groups: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
     let mut accounts: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
-    for (t, e) in clicks {
+    let all = clicks
+        .iter()
+        .map(|c| (c, false))
+        .chain(bots.iter().map(|b| (b, true)));
+    for ((t, e), bot) in all {
         let target = &targets[*t];
         let mut keys = vec![
             (&mut groups, (target.group_id.as_str(), e.day.0, "")),
@@ -402,18 +537,14 @@ async fn count(
         }
         for (map, key) in keys {
             let change = map.entry(key).or_default();
+            if bot {
+                change.bots += 1;
+                continue;
+            }
             change.clicks += 1;
-            change.digest.add(
-                Dimension::COUNTRY,
-                e.country.as_deref().unwrap_or_default(),
-                1,
-            );
-            change.digest.add(Dimension::DEVICE, e.device, 1);
-            change.digest.add(
-                Dimension::REFERRER,
-                e.referer_host.as_deref().unwrap_or_default(),
-                1,
-            );
+            for (dimension, value) in dimensions(e) {
+                change.digest.add(dimension, value, 1);
+            }
         }
     }
     write::add(conn, multi_row, Scope::LINKS, &links).await?;
@@ -486,6 +617,7 @@ pub(crate) async fn record_reports(
     let events: Vec<&Event> = new_events.iter().flatten().copied().collect();
     let targets = Targets::resolve(conn, &events).await?;
     let mut clicks: Vec<(usize, &Event)> = Vec::with_capacity(events.len());
+    let mut bots: Vec<(usize, &Event)> = Vec::new();
     let mut outcomes = Vec::with_capacity(reports.len());
     let mut stored = Vec::with_capacity(reports.len());
     for (events, fresh) in new_events.iter().zip(&fresh) {
@@ -493,14 +625,25 @@ pub(crate) async fn record_reports(
             outcomes.push(Ingested::Duplicate);
             continue;
         }
-        let before = clicks.len();
-        clicks.extend(events.iter().filter_map(|e| targets.of(e).map(|t| (t, *e))));
-        outcomes.push(Ingested::Stored(clicks.len() - before));
+        let (before, bots_before) = (clicks.len(), bots.len());
+        for e in events {
+            if let Some(t) = targets.of(e) {
+                if e.bot {
+                    bots.push((t, *e));
+                } else {
+                    clicks.push((t, *e));
+                }
+            }
+        }
+        outcomes.push(Ingested::Stored(
+            clicks.len() - before + bots.len() - bots_before,
+        ));
         stored.push(before..clicks.len());
     }
     insert_events(conn, multi_row, &targets.list, &clicks).await?;
+    let bots = bots_of_existing_links(conn, multi_row, &targets.list, bots).await?;
     add_to_link_totals(conn, multi_row, &targets.list, &clicks).await?;
-    count(conn, multi_row, &targets.list, &clicks).await?;
+    count(conn, multi_row, &targets.list, &clicks, &bots).await?;
     emit_clicked(conn, &targets.list, &clicks, &stored).await?;
     Ok(outcomes)
 }

@@ -49,6 +49,7 @@ mod rate_limit;
 mod signup;
 mod sql_chunks;
 mod tags;
+mod user_agent;
 mod web_auth;
 mod webhooks;
 mod write_budget;
@@ -58,7 +59,9 @@ pub use audit::{Action, Actor, DEFAULT_AUDIT_RETENTION_DAYS};
 pub use audit_log::{AuditEntry, AuditPage};
 pub use click_live::{LIVE_MINUTES, LastHour, MinuteCount};
 pub use click_retention::Aged;
-pub use click_stats::{ClickStats, DayCount, StatsScope, TOP_VALUES, ValueCount};
+pub use click_stats::{
+    ClickStats, DayCount, PlaceCount, StatsScope, TOP_VALUES, UtmStats, ValueCount,
+};
 pub use clicks::Ingested;
 pub use creation::{CreateLink, CreatedLink, Creator};
 #[doc(hidden)]

@@ -131,28 +131,29 @@ async fn forget_clicks(
     link_id: &str,
 ) -> Result<(), StoreError> {
     let rows = sqlx::query(
-        "SELECT period, group_id, clicks, data FROM link_click_digests WHERE link_id = $1 AND span = 'day'",
+        "SELECT period, group_id, clicks, bots, data FROM link_click_digests WHERE link_id = $1 AND span = 'day'",
     )
     .bind(link_id)
     .fetch_all(&mut *conn)
     .await?;
-    let mut days: Vec<(i64, String, i64, Digest)> = Vec::with_capacity(rows.len());
+    let mut days: Vec<(i64, String, (i64, i64), Digest)> = Vec::with_capacity(rows.len());
     for r in rows {
         days.push((
             r.try_get("period")?,
             r.try_get("group_id")?,
-            r.try_get("clicks")?,
+            (r.try_get("clicks")?, r.try_get("bots")?),
             Digest::decode(&r.try_get::<Vec<u8>, _>("data")?)?,
         ));
     }
     let mut groups: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
     let mut accounts: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
-    for (day, group, clicks, digest) in &days {
+    for (day, group, (clicks, bots), digest) in &days {
         for change in [
             groups.entry((group.as_str(), *day, "")).or_default(),
             accounts.entry((account_id, *day, "")).or_default(),
         ] {
             change.clicks += clicks;
+            change.bots += bots;
             change.digest.merge(digest, 1);
         }
     }

@@ -13,7 +13,8 @@ use axum::routing::get;
 use serde::Serialize;
 use shortlink_store::csv;
 use shortlink_store::domain::{Day, StatsFormat, StatsQuery};
-use shortlink_store::{ClickStats, StatsScope, ValueCount};
+use shortlink_store::{ClickStats, PlaceCount, StatsScope, ValueCount};
+use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
 /// The routes of this resource.
@@ -41,7 +42,7 @@ pub(crate) struct StatsParams {
     format: Option<String>,
 }
 
-/// Clicks on one day.
+/// Clicks, and bots the edge did not count, on one day.
 #[derive(Serialize, ToSchema)]
 pub(crate) struct DayCount {
     /// UTC date, `YYYY-MM-DD`.
@@ -49,6 +50,8 @@ pub(crate) struct DayCount {
     date: String,
     /// Clicks that day.
     clicks: i64,
+    /// Requests recognised as bots or link previews that day: not clicks, not in `clicks`.
+    bots: i64,
 }
 
 /// Clicks from one country.
@@ -78,32 +81,118 @@ pub(crate) struct ReferrerCount {
     clicks: i64,
 }
 
+/// Clicks with one browser.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct BrowserCount {
+    /// `chrome`, `safari`, `firefox`, `edge`, `samsung`, `opera` or `other`, from the User-Agent.
+    browser: String,
+    /// Clicks with it.
+    clicks: i64,
+}
+
+/// Clicks from one operating system.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct OsCount {
+    /// `ios`, `android`, `windows`, `macos`, `linux`, `chromeos` or `other`, from the User-Agent.
+    os: String,
+    /// Clicks from it.
+    clicks: i64,
+}
+
+/// Clicks from one region of one country.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct RegionCount {
+    /// ISO 3166-1 alpha-2, or null when the country was unknown.
+    country: Option<String>,
+    /// The region's name as Cloudflare gives it (`cf.region`), or null when unknown.
+    region: Option<String>,
+    /// Clicks from it.
+    clicks: i64,
+}
+
+/// Clicks from one city of one country.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct CityCount {
+    /// ISO 3166-1 alpha-2, or null when the country was unknown.
+    country: Option<String>,
+    /// The city's name as Cloudflare gives it (`cf.city`), or null when unknown.
+    city: Option<String>,
+    /// Clicks from it.
+    clicks: i64,
+}
+
+/// Clicks with one value of a UTM parameter.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct UtmCount {
+    /// The parameter's value in the visited URL (decoded), or null for clicks whose URL had none.
+    value: Option<String>,
+    /// Clicks with it.
+    clicks: i64,
+}
+
+/// Clicks by the visited URL's UTM parameters: each list most clicks first, then by value (none first); at
+/// most 100 each.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct UtmLists {
+    /// `utm_source`.
+    utm_source: Vec<UtmCount>,
+    /// `utm_medium`.
+    utm_medium: Vec<UtmCount>,
+    /// `utm_campaign`.
+    utm_campaign: Vec<UtmCount>,
+}
+
 /// The fields every statistics answer has.
 struct Body {
     from: String,
     to: String,
     total: i64,
+    bots: i64,
     by_day: Vec<DayCount>,
     by_country: Vec<CountryCount>,
     by_device: Vec<DeviceCount>,
     by_referrer: Vec<ReferrerCount>,
+    by_browser: Vec<BrowserCount>,
+    by_os: Vec<OsCount>,
+    by_region: Vec<RegionCount>,
+    by_city: Vec<CityCount>,
+    by_utm: UtmLists,
+}
+
+/// The days with clicks or bots, oldest first.
+fn days(s: &ClickStats) -> Vec<DayCount> {
+    let mut days: BTreeMap<_, (i64, i64)> = BTreeMap::new();
+    for d in &s.by_day {
+        days.entry(d.day).or_default().0 = d.clicks;
+    }
+    for d in &s.bots_by_day {
+        days.entry(d.day).or_default().1 = d.clicks;
+    }
+    days.into_iter()
+        .map(|(day, (clicks, bots))| DayCount {
+            date: day.to_iso_date(),
+            clicks,
+            bots,
+        })
+        .collect()
 }
 
 impl Body {
     fn new(q: &StatsQuery, s: ClickStats) -> Self {
         let pairs = |list: Vec<ValueCount>| list.into_iter().map(|v| (v.value, v.clicks));
+        let utm = |list: Vec<ValueCount>| {
+            pairs(list)
+                .map(|(value, clicks)| UtmCount { value, clicks })
+                .collect()
+        };
+        let places =
+            |list: Vec<PlaceCount>| list.into_iter().map(|p| (p.country, p.name, p.clicks));
         Self {
             from: q.from.to_iso_date(),
             to: q.to.to_iso_date(),
             total: s.total,
-            by_day: s
-                .by_day
-                .into_iter()
-                .map(|d| DayCount {
-                    date: d.day.to_iso_date(),
-                    clicks: d.clicks,
-                })
-                .collect(),
+            bots: s.bots,
+            by_day: days(&s),
             by_country: pairs(s.by_country)
                 .map(|(country, clicks)| CountryCount { country, clicks })
                 .collect(),
@@ -119,16 +208,53 @@ impl Body {
                     clicks,
                 })
                 .collect(),
+            by_browser: pairs(s.by_browser)
+                .map(|(browser, clicks)| BrowserCount {
+                    browser: browser.unwrap_or_default(),
+                    clicks,
+                })
+                .collect(),
+            by_os: pairs(s.by_os)
+                .map(|(os, clicks)| OsCount {
+                    os: os.unwrap_or_default(),
+                    clicks,
+                })
+                .collect(),
+            by_region: places(s.by_region)
+                .map(|(country, region, clicks)| RegionCount {
+                    country,
+                    region,
+                    clicks,
+                })
+                .collect(),
+            by_city: places(s.by_city)
+                .map(|(country, city, clicks)| CityCount {
+                    country,
+                    city,
+                    clicks,
+                })
+                .collect(),
+            by_utm: UtmLists {
+                utm_source: utm(s.by_utm.source),
+                utm_medium: utm(s.by_utm.medium),
+                utm_campaign: utm(s.by_utm.campaign),
+            },
         }
     }
 
-    /// `dimension,value,clicks`, then `total`, each day, country, device and referrer host, in the JSON's order;
-    /// an unknown country and a missing referrer have an empty value.
+    /// `dimension,value,clicks`, then `total` and `bots`, each day's clicks (`day`, days with clicks) and bots
+    /// (`bots_day`, days with bots), then country, device, referrer host, browser, OS, region, city and the UTM
+    /// parameters, in the JSON's order; an unknown or missing value is empty. A region or city is
+    /// `<country>/<name>` (the country is two characters or empty, so the first `/` separates them).
     fn csv(&self) -> String {
         let mut out = String::from("dimension,value,clicks\r\n");
         csv::record(&mut out, &["total", ""], self.total);
-        for d in &self.by_day {
+        csv::record(&mut out, &["bots", ""], self.bots);
+        for d in self.by_day.iter().filter(|d| d.clicks > 0) {
             csv::record(&mut out, &["day", &d.date], d.clicks);
+        }
+        for d in self.by_day.iter().filter(|d| d.bots > 0) {
+            csv::record(&mut out, &["bots_day", &d.date], d.bots);
         }
         for c in &self.by_country {
             let value = c.country.as_deref().unwrap_or_default();
@@ -140,6 +266,39 @@ impl Body {
         for r in &self.by_referrer {
             let value = r.referer_host.as_deref().unwrap_or_default();
             csv::record(&mut out, &["referrer", value], r.clicks);
+        }
+        for b in &self.by_browser {
+            csv::record(&mut out, &["browser", &b.browser], b.clicks);
+        }
+        for o in &self.by_os {
+            csv::record(&mut out, &["os", &o.os], o.clicks);
+        }
+        let place = |country: &Option<String>, name: &Option<String>| {
+            format!(
+                "{}/{}",
+                country.as_deref().unwrap_or_default(),
+                name.as_deref().unwrap_or_default()
+            )
+        };
+        for r in &self.by_region {
+            csv::record(
+                &mut out,
+                &["region", &place(&r.country, &r.region)],
+                r.clicks,
+            );
+        }
+        for c in &self.by_city {
+            csv::record(&mut out, &["city", &place(&c.country, &c.city)], c.clicks);
+        }
+        for (dimension, list) in [
+            ("utm_source", &self.by_utm.utm_source),
+            ("utm_medium", &self.by_utm.utm_medium),
+            ("utm_campaign", &self.by_utm.utm_campaign),
+        ] {
+            for u in list {
+                let value = u.value.as_deref().unwrap_or_default();
+                csv::record(&mut out, &[dimension, value], u.clicks);
+            }
         }
         out
     }
@@ -165,7 +324,10 @@ macro_rules! stats_answer {
             to: String,
             /// All clicks in the range.
             total: i64,
-            /// Days with clicks (days without are not listed), oldest first.
+            /// Requests in the range that the edge recognised as bots or link previews and did not count: in
+            /// no other figure, `total` included.
+            bots: i64,
+            /// Days with clicks or bots (days with neither are not listed), oldest first.
             by_day: Vec<DayCount>,
             /// Countries, most clicks first, then by code (unknown first); at most 100.
             by_country: Vec<CountryCount>,
@@ -173,6 +335,16 @@ macro_rules! stats_answer {
             by_device: Vec<DeviceCount>,
             /// Referrer hosts, most clicks first, then by host (none first); at most 100.
             by_referrer: Vec<ReferrerCount>,
+            /// Browsers, most clicks first, then by name.
+            by_browser: Vec<BrowserCount>,
+            /// Operating systems, most clicks first, then by name.
+            by_os: Vec<OsCount>,
+            /// Regions, most clicks first, then by country and name (unknown first); at most 100.
+            by_region: Vec<RegionCount>,
+            /// Cities, most clicks first, then by country and name (unknown first); at most 100.
+            by_city: Vec<CityCount>,
+            /// The visited URLs' `utm_source`, `utm_medium` and `utm_campaign`.
+            by_utm: UtmLists,
         }
 
         impl $name {
@@ -182,10 +354,16 @@ macro_rules! stats_answer {
                     from: b.from,
                     to: b.to,
                     total: b.total,
+                    bots: b.bots,
                     by_day: b.by_day,
                     by_country: b.by_country,
                     by_device: b.by_device,
                     by_referrer: b.by_referrer,
+                    by_browser: b.by_browser,
+                    by_os: b.by_os,
+                    by_region: b.by_region,
+                    by_city: b.by_city,
+                    by_utm: b.by_utm,
                 }
             }
         }

@@ -378,7 +378,8 @@ async fn date_ranges(engine: Engine) {
     );
     assert_eq!(
         body["by_day"],
-        json!([{"date": today().plus(-29).to_iso_date(), "clicks": 1}, {"date": today().to_iso_date(), "clicks": 1}])
+        json!([{"date": today().plus(-29).to_iso_date(), "clicks": 1, "bots": 0},
+               {"date": today().to_iso_date(), "clicks": 1, "bots": 0}])
     );
     for (query, total, days) in [
         (
@@ -491,6 +492,7 @@ async fn csv_answers(engine: Engine) {
         resp.text().await.unwrap(),
         "dimension,value,clicks\r\n\
          total,,9\r\n\
+         bots,,0\r\n\
          day,2024-03-01,9\r\n\
          country,DE,9\r\n\
          device,desktop,9\r\n\
@@ -498,7 +500,14 @@ async fn csv_answers(engine: Engine) {
          referrer,,2\r\n\
          referrer,'=cmd|x!a0,2\r\n\
          referrer,'-2+3,1\r\n\
-         referrer,\"a,b\"\"c\",1\r\n"
+         referrer,\"a,b\"\"c\",1\r\n\
+         browser,other,9\r\n\
+         os,other,9\r\n\
+         region,DE/,9\r\n\
+         city,DE/,9\r\n\
+         utm_source,,9\r\n\
+         utm_medium,,9\r\n\
+         utm_campaign,,9\r\n"
     );
     let resp = app
         .get(
@@ -512,7 +521,7 @@ async fn csv_answers(engine: Engine) {
     );
     let text = resp.text().await.unwrap();
     assert!(
-        text.starts_with("dimension,value,clicks\r\ntotal,,10\r\n"),
+        text.starts_with("dimension,value,clicks\r\ntotal,,10\r\nbots,,0\r\n"),
         "{text}"
     );
     assert!(text.contains("\r\nday,2024-03-02,1\r\n"), "{text}");
@@ -588,11 +597,17 @@ async fn group_and_account_stats(engine: Engine) {
     assert_eq!(
         one,
         json!({
-            "group_id": g1, "from": "2024-04-01", "to": "2024-05-31", "total": 5,
-            "by_day": [{"date": "2024-05-01", "clicks": 5}],
+            "group_id": g1, "from": "2024-04-01", "to": "2024-05-31", "total": 5, "bots": 0,
+            "by_day": [{"date": "2024-05-01", "clicks": 5, "bots": 0}],
             "by_country": [{"country": "US", "clicks": 3}, {"country": "DE", "clicks": 2}],
             "by_device": [{"device": "tablet", "clicks": 3}, {"device": "mobile", "clicks": 2}],
             "by_referrer": [{"referer_host": "x.example", "clicks": 3}, {"referer_host": null, "clicks": 2}],
+            "by_browser": [{"browser": "other", "clicks": 5}],
+            "by_os": [{"os": "other", "clicks": 5}],
+            "by_region": [{"country": "US", "region": null, "clicks": 3}, {"country": "DE", "region": null, "clicks": 2}],
+            "by_city": [{"country": "US", "city": null, "clicks": 3}, {"country": "DE", "city": null, "clicks": 2}],
+            "by_utm": {"utm_source": [{"value": null, "clicks": 5}], "utm_medium": [{"value": null, "clicks": 5}],
+                       "utm_campaign": [{"value": null, "clicks": 5}]},
         })
     );
     assert_eq!(stats(format!("groups/{g2}/stats")).await["total"], 4);
@@ -611,16 +626,22 @@ async fn group_and_account_stats(engine: Engine) {
             "from",
             "to",
             "total",
+            "bots",
             "by_day",
             "by_country",
             "by_device",
-            "by_referrer"
+            "by_referrer",
+            "by_browser",
+            "by_os",
+            "by_region",
+            "by_city",
+            "by_utm",
         ])
     );
     assert_eq!(all["total"], 11);
     assert_eq!(
         all["by_day"],
-        json!([{"date": "2024-05-01", "clicks": 7}, {"date": "2024-05-02", "clicks": 4}])
+        json!([{"date": "2024-05-01", "clicks": 7, "bots": 0}, {"date": "2024-05-02", "clicks": 4, "bots": 0}])
     );
     assert_eq!(
         all["by_device"],
@@ -641,7 +662,10 @@ async fn group_and_account_stats(engine: Engine) {
     let all = stats("stats".to_owned()).await;
     assert_eq!(all["total"], 5);
     // A day whose clicks all went is not listed, nor a device left with none.
-    assert_eq!(all["by_day"], json!([{"date": "2024-05-01", "clicks": 5}]));
+    assert_eq!(
+        all["by_day"],
+        json!([{"date": "2024-05-01", "clicks": 5, "bots": 0}])
+    );
     assert_eq!(
         all["by_device"],
         json!([{"device": "tablet", "clicks": 3}, {"device": "desktop", "clicks": 1}, {"device": "other", "clicks": 1}])
@@ -887,11 +911,14 @@ async fn migration_counts_earlier_clicks(engine: Engine) {
     assert_eq!(
         body,
         json!({
-            "link_id": link, "from": "2024-06-01", "to": "2024-06-30", "total": 3,
-            "by_day": [{"date": "2024-06-01", "clicks": 2}, {"date": "2024-06-02", "clicks": 1}],
+            "link_id": link, "from": "2024-06-01", "to": "2024-06-30", "total": 3, "bots": 0,
+            "by_day": [{"date": "2024-06-01", "clicks": 2, "bots": 0}, {"date": "2024-06-02", "clicks": 1, "bots": 0}],
             "by_country": [{"country": "DE", "clicks": 2}, {"country": null, "clicks": 1}],
             "by_device": [{"device": "mobile", "clicks": 2}, {"device": "desktop", "clicks": 1}],
             "by_referrer": [{"referer_host": "a.example", "clicks": 2}, {"referer_host": null, "clicks": 1}],
+            // Clicks stored before the new dimensions were never classified: they are in none of them.
+            "by_browser": [], "by_os": [], "by_region": [], "by_city": [],
+            "by_utm": {"utm_source": [], "utm_medium": [], "utm_campaign": []},
         })
     );
     let (_, body) = get(
@@ -914,6 +941,7 @@ async fn migration_counts_earlier_clicks(engine: Engine) {
                 referer_host: None,
                 device: shortlink_store::Device::Mobile,
                 id: None,
+                ..Default::default()
             }],
         )
         .await
@@ -926,7 +954,7 @@ async fn migration_counts_earlier_clicks(engine: Engine) {
     .await;
     assert_eq!(
         body["by_day"][0],
-        json!({"date": "2024-06-01", "clicks": 3})
+        json!({"date": "2024-06-01", "clicks": 3, "bots": 0})
     );
     assert_eq!(body["by_country"][0], json!({"country": "DE", "clicks": 3}));
     app.stop().await;
@@ -1007,6 +1035,180 @@ async fn events_with_ids_count_once_in_any_grouping(engine: Engine) {
     app.stop().await;
 }
 
+/// Clicks of one value per country in a statistics answer: {"DE": 3, …}.
+fn countries(stats: &Value) -> BTreeMap<String, i64> {
+    stats["by_country"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["country"].as_str().unwrap_or("").to_owned(),
+                c["clicks"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Ranges of many weeks read 32-day blocks from a cache that the first read builds and every read checks against
+/// the days' revisions: the cache is read (a block changed behind the store's back shows), a late click on an old
+/// day is counted at once, and so is a deleted link's absence from its account's blocks.
+async fn long_ranges_use_checked_blocks(engine: Engine) {
+    let app = app(engine).await;
+    app.platform_domain("sho.rt").await;
+    let acc = app.account(true).await;
+    let a = link(&app, &acc, "blocks-a", None).await;
+    let b = link(&app, &acc, "blocks-b", None).await;
+    let group = acc.default_group_id.clone();
+    let last = today().0;
+    let first = last - 120;
+    // Every day a click on a (DE on even days, FR on odd ones), every even day one on b (US); just after midnight,
+    // so today's is not in the future.
+    let mut events = Vec::new();
+    for d in first..=last {
+        let at = d * DAY_MS + 1_000;
+        let country = if d % 2 == 0 { "DE" } else { "FR" };
+        events.push(click(
+            Some("blocks-a"),
+            &group,
+            at,
+            Some(country),
+            None,
+            "mobile",
+        ));
+        if d % 2 == 0 {
+            events.push(click(
+                Some("blocks-b"),
+                &group,
+                at,
+                Some("US"),
+                None,
+                "desktop",
+            ));
+        }
+    }
+    let on_b = (first..=last).filter(|d| d % 2 == 0).count() as i64;
+    let de = on_b;
+    let fr = 121 - de;
+    store(&app, events).await;
+    let range = format!(
+        "from={}&to={}",
+        Day(first).to_iso_date(),
+        Day(last).to_iso_date()
+    );
+    let link_path = format!("/api/v1/external/links/{a}/stats?{range}");
+    let account_path = format!("/api/v1/external/stats?{range}");
+    let (s, one) = get(&app, &acc.key, &link_path).await;
+    assert_eq!(s, 200, "{one}");
+    assert_eq!(one["total"], 121);
+    assert_eq!(one["by_day"].as_array().unwrap().len(), 121);
+    assert_eq!(
+        countries(&one),
+        BTreeMap::from([("DE".into(), de), ("FR".into(), fr)])
+    );
+    // The read stored the blocks wholly inside the range and over (120 days hold at least two).
+    let pool = sqlx::AnyPool::connect(&app.test_db.url).await.unwrap();
+    let blocks: Vec<(i64,)> = sqlx::query_as(
+        "SELECT period FROM link_click_digests WHERE link_id = $1 AND span = 'block' ORDER BY period",
+    )
+    .bind(&a)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(blocks.len() >= 2, "{blocks:?}");
+    assert!(
+        blocks
+            .iter()
+            .all(|(b,)| b * 32 >= first && b * 32 + 31 < last)
+    );
+    assert_eq!(get(&app, &acc.key, &link_path).await.1, one, "read again");
+    // The cache is what is read: a block emptied behind the store's back (its revision kept) loses its countries,
+    // while the days (never cached) still count every click.
+    let block = blocks[0].0;
+    let in_block = |c: &str| {
+        (block * 32..block * 32 + 32)
+            .filter(|d| (d % 2 == 0) == (c == "DE"))
+            .count() as i64
+    };
+    sqlx::query("UPDATE link_click_digests SET data = $1 WHERE link_id = $2 AND span = 'block' AND period = $3")
+        .bind(vec![1_u8])
+        .bind(&a)
+        .bind(block)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (_, emptied) = get(&app, &acc.key, &link_path).await;
+    assert_eq!(emptied["total"], 121);
+    assert_eq!(
+        countries(&emptied),
+        BTreeMap::from([
+            ("DE".into(), de - in_block("DE")),
+            ("FR".into(), fr - in_block("FR"))
+        ])
+    );
+    // A late click on a day of that block bumps the day's revision: the block is built again, with it.
+    let late = block * 32 + 5;
+    store(
+        &app,
+        vec![click(
+            Some("blocks-a"),
+            &group,
+            late * DAY_MS + 7_000,
+            Some("JP"),
+            None,
+            "tablet",
+        )],
+    )
+    .await;
+    let (_, after) = get(&app, &acc.key, &link_path).await;
+    assert_eq!(after["total"], 122);
+    assert_eq!(
+        countries(&after),
+        BTreeMap::from([("DE".into(), de), ("FR".into(), fr), ("JP".into(), 1)])
+    );
+    let day = after["by_day"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["date"] == Day(late).to_iso_date())
+        .unwrap()
+        .clone();
+    assert_eq!(day["clicks"], 2);
+    // The account's blocks (built now, read again) lose a deleted link's clicks.
+    let (_, account) = get(&app, &acc.key, &account_path).await;
+    assert_eq!(account["total"], 122 + on_b);
+    assert_eq!(get(&app, &acc.key, &account_path).await.1, account);
+    let (s, _) = app
+        .send(
+            Method::DELETE,
+            &acc.key,
+            &format!("/api/v1/external/links/{b}"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204);
+    let (_, without) = get(&app, &acc.key, &account_path).await;
+    assert_eq!(without["total"], 122);
+    assert_eq!(
+        countries(&without),
+        BTreeMap::from([("DE".into(), de), ("FR".into(), fr), ("JP".into(), 1)])
+    );
+    assert_eq!(
+        without["by_device"],
+        json!([{"device": "mobile", "clicks": 121}, {"device": "tablet", "clicks": 1}])
+    );
+    // And the deleted link keeps no rows, blocks included.
+    let (left,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM link_click_digests WHERE link_id = $1")
+            .bind(&b)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(left, 0);
+    pool.close().await;
+    app.stop().await;
+}
+
 both_engines!(
     ingest_counts_each_batch_once,
     events_with_ids_count_once_in_any_grouping,
@@ -1016,4 +1218,5 @@ both_engines!(
     group_and_account_stats,
     raw_events_expire_and_statistics_stay,
     migration_counts_earlier_clicks,
+    long_ranges_use_checked_blocks,
 );

@@ -151,6 +151,7 @@ async fn columns_formats_and_filters(engine: Engine) {
         referer_host: None,
         device: shortlink_store::Device::Mobile,
         id: None,
+        ..Default::default()
     };
     app.db
         .record_clicks(None, vec![click(now), click(now - 86_400_000)])
@@ -302,6 +303,7 @@ async fn batches_walk_every_order(engine: Engine) {
         referer_host: None,
         device: shortlink_store::Device::Desktop,
         id: None,
+        ..Default::default()
     };
     app.db
         .record_clicks(
@@ -414,6 +416,7 @@ async fn click_totals_stay_exact(engine: Engine) {
                         referer_host: None,
                         device: shortlink_store::Device::Desktop,
                         id: None,
+                        ..Default::default()
                     })
                     .collect();
                 db.record_clicks(None, events).await.unwrap();

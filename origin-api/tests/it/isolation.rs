@@ -255,6 +255,7 @@ async fn their_stats_look_like_unknown(engine: Engine) {
                 referer_host: None,
                 device: Device::Desktop,
                 id: None,
+                ..Default::default()
             }],
         )
         .await

@@ -11,6 +11,7 @@ mod audit;
 mod auth;
 mod backup;
 mod cli;
+mod click_dimensions;
 mod concurrent_deletes;
 mod create_link;
 mod dashboard;

@@ -447,6 +447,7 @@ async fn response_schemas_match_real_responses() {
                 referer_host: Some("news.example".to_owned()),
                 device: Device::Desktop,
                 id: None,
+                ..Default::default()
             }],
         )
         .await
@@ -477,7 +478,16 @@ async fn response_schemas_match_real_responses() {
         assert_eq!(s, 200, "{stats}");
         let schema = resolve(&doc, response_schema(&doc, stats_path, "get", "200"));
         assert_eq!(keys(&stats), property_names(&doc, schema), "{stats_path}");
-        for list in ["by_day", "by_country", "by_device", "by_referrer"] {
+        for list in [
+            "by_day",
+            "by_country",
+            "by_device",
+            "by_referrer",
+            "by_browser",
+            "by_os",
+            "by_region",
+            "by_city",
+        ] {
             assert_eq!(
                 keys(&stats[list][0]),
                 property_names(&doc, &schema["properties"][list]["items"]),

@@ -578,6 +578,7 @@ fn click(group: &str, n: usize) -> Vec<shortlink_store::ClickEvent> {
             referer_host: None,
             device: shortlink_store::Device::Desktop,
             id: None,
+            ..Default::default()
         })
         .collect()
 }

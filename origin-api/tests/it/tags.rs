@@ -619,6 +619,7 @@ async fn filters_and_sorts(engine: Engine) {
         referer_host: None,
         device: shortlink_store::Device::Mobile,
         id: None,
+        ..Default::default()
     };
     let def = acc.default_group_id.clone();
     app.db

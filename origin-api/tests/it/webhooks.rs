@@ -605,6 +605,7 @@ async fn every_event_type_is_signed_and_verified(engine: Engine) {
         referer_host: referer.map(str::to_owned),
         device,
         id: None,
+        ..Default::default()
     };
     app.db
         .record_clicks(

@@ -81,6 +81,7 @@ pub(crate) async fn counters_to_digests(conn: &mut AnyConnection) -> Result<(), 
                         (o.as_str(), *d, g.as_str()),
                         Change {
                             clicks: c.clicks,
+                            bots: 0,
                             digest: c.digest.clone(),
                         },
                     )

@@ -29,6 +29,20 @@ impl Dimension {
     pub(crate) const DEVICE: Self = Self(1);
     /// The referrer's host, lowercase; `""` when none.
     pub(crate) const REFERRER: Self = Self(2);
+    /// `chrome`, `safari`, …, `other` ([`crate::user_agent`]).
+    pub(crate) const BROWSER: Self = Self(3);
+    /// `ios`, `android`, …, `other` ([`crate::user_agent`]).
+    pub(crate) const OS: Self = Self(4);
+    /// The country, a TAB, the region's name (each `""` when unknown).
+    pub(crate) const REGION: Self = Self(5);
+    /// The country, a TAB, the city's name (each `""` when unknown).
+    pub(crate) const CITY: Self = Self(6);
+    /// The visited URL's `utm_source`; `""` when it had none.
+    pub(crate) const UTM_SOURCE: Self = Self(7);
+    /// `utm_medium`, likewise.
+    pub(crate) const UTM_MEDIUM: Self = Self(8);
+    /// `utm_campaign`, likewise.
+    pub(crate) const UTM_CAMPAIGN: Self = Self(9);
 }
 
 /// An owned digest: what a report adds to a period, or a period's stored digest while it is changed.
@@ -78,6 +92,11 @@ impl Digest {
             }
         }
         out
+    }
+
+    /// Whether it counts nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.counts.is_empty()
     }
 
     /// Reads a stored digest.

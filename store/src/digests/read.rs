@@ -22,14 +22,15 @@ pub(crate) struct Built {
     block: i64,
     stamp: i64,
     clicks: i64,
+    bots: i64,
     data: Vec<u8>,
 }
 
 /// What a range holds for one owner.
 #[derive(Debug, Default)]
 pub(crate) struct RangeRead {
-    /// Days with clicks, oldest first: (day, clicks).
-    pub(crate) days: Vec<(i64, i64)>,
+    /// Days with clicks or bots, oldest first: (day, clicks, bots).
+    pub(crate) days: Vec<(i64, i64, i64)>,
     /// Blocks this read built.
     pub(crate) built: Vec<Built>,
     /// The digests that together cover the range once: current blocks and the days outside them.
@@ -66,7 +67,8 @@ pub(crate) async fn range(
     let (t, o) = (scope.table, scope.owner);
     // SUM is NUMERIC on PostgreSQL: cast back to BIGINT, as both engines answer it.
     let per_day = sqlx::query(&format!(
-        "SELECT period, CAST(SUM(clicks) AS BIGINT) AS n, CAST(SUM(revision) AS BIGINT) AS r FROM {t} \
+        "SELECT period, CAST(SUM(clicks) AS BIGINT) AS n, CAST(SUM(bots) AS BIGINT) AS b, \
+         CAST(SUM(revision) AS BIGINT) AS r FROM {t} \
          WHERE {o} = $1 AND span = 'day' AND period >= $2 AND period <= $3 GROUP BY period ORDER BY period"
     ))
     .bind(owner)
@@ -76,19 +78,24 @@ pub(crate) async fn range(
     .await?;
     let blocks = cacheable(from, to, today);
     let mut read = RangeRead::default();
-    // (stamp, clicks) of each cacheable block that has day rows.
-    let mut stamps: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    // (stamp, clicks, bots) of each cacheable block that has day rows.
+    let mut stamps: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
     for row in &per_day {
-        let (day, n, r): (i64, i64, i64) =
-            (row.try_get("period")?, row.try_get("n")?, row.try_get("r")?);
-        if n > 0 {
-            read.days.push((day, n));
+        let (day, n, b, r): (i64, i64, i64, i64) = (
+            row.try_get("period")?,
+            row.try_get("n")?,
+            row.try_get("b")?,
+            row.try_get("r")?,
+        );
+        if n > 0 || b > 0 {
+            read.days.push((day, n, b));
         }
         let block = day.div_euclid(BLOCK_DAYS);
         if blocks.contains(&block) {
             let s = stamps.entry(block).or_default();
             s.0 += r;
             s.1 += n;
+            s.2 += b;
         }
     }
     if per_day.is_empty() {
@@ -152,12 +159,13 @@ pub(crate) async fn range(
             tally.add_encoded(d)?;
         }
         let data = tally.to_digest().encode();
-        let (stamp, clicks) = stamps[&block];
+        let (stamp, clicks, bots) = stamps[&block];
         read.blobs.push(data.clone());
         read.built.push(Built {
             block,
             stamp,
             clicks,
+            bots,
             data,
         });
     }
@@ -179,11 +187,11 @@ pub(crate) async fn store_blocks(
         ("", "")
     };
     let sql = format!(
-        "INSERT INTO {t} ({o}, span, period{group_col}, revision, clicks, data) \
-         SELECT $1, 'block', $2{group_val}, $3, $4, $5 WHERE EXISTS \
-         (SELECT 1 FROM {t} WHERE {o} = $1 AND span = 'day' AND period >= $6 AND period <= $7) \
+        "INSERT INTO {t} ({o}, span, period{group_col}, revision, clicks, bots, data) \
+         SELECT $1, 'block', $2{group_val}, $3, $4, $5, $6 WHERE EXISTS \
+         (SELECT 1 FROM {t} WHERE {o} = $1 AND span = 'day' AND period >= $7 AND period <= $8) \
          ON CONFLICT ({o}, {keys}) DO UPDATE SET revision = excluded.revision, clicks = excluded.clicks, \
-         data = excluded.data",
+         bots = excluded.bots, data = excluded.data",
         keys = scope.key_columns(),
     );
     for b in built {
@@ -192,6 +200,7 @@ pub(crate) async fn store_blocks(
             .bind(b.block)
             .bind(b.stamp)
             .bind(b.clicks)
+            .bind(b.bots)
             .bind(b.data.as_slice())
             .bind(b.block * BLOCK_DAYS)
             .bind(b.block * BLOCK_DAYS + BLOCK_DAYS - 1)

@@ -19,6 +19,8 @@ pub(crate) type DayKey<'a> = (&'a str, i64, &'a str);
 #[derive(Debug, Default)]
 pub(crate) struct Change {
     pub(crate) clicks: i64,
+    /// Bot requests: in no other figure.
+    pub(crate) bots: i64,
     pub(crate) digest: Digest,
 }
 
@@ -35,15 +37,15 @@ pub(crate) async fn add(
     changes: &BTreeMap<DayKey<'_>, Change>,
 ) -> Result<(), StoreError> {
     let rows: Vec<(&DayKey<'_>, &Change)> = changes.iter().collect();
-    let cols = if scope.grouped { 7 } else { 6 };
+    let cols = if scope.grouped { 8 } else { 7 };
     let (t, owner) = (scope.table, scope.owner);
     let group_col = if scope.grouped { ", group_id" } else { "" };
     let mut merged: Vec<(DayKey<'_>, Vec<u8>)> = Vec::new();
     for (chunk, values) in multi_row.split(&rows, cols) {
         let sql = format!(
-            "INSERT INTO {t} ({owner}, span, period{group_col}, revision, clicks, data) VALUES {values} \
+            "INSERT INTO {t} ({owner}, span, period{group_col}, revision, clicks, bots, data) VALUES {values} \
              ON CONFLICT ({owner}, {keys}) DO UPDATE SET revision = {t}.revision + 1, \
-             clicks = {t}.clicks + excluded.clicks \
+             clicks = {t}.clicks + excluded.clicks, bots = {t}.bots + excluded.bots \
              RETURNING {owner} AS owner, period{group_col}, revision, data",
             keys = scope.key_columns(),
         );
@@ -54,7 +56,11 @@ pub(crate) async fn add(
             if scope.grouped {
                 q = q.bind(key.2);
             }
-            q = q.bind(1_i64).bind(change.clicks).bind(data.as_slice());
+            q = q
+                .bind(1_i64)
+                .bind(change.clicks)
+                .bind(change.bots)
+                .bind(data.as_slice());
         }
         let by_key: HashMap<DayKey<'_>, (DayKey<'_>, &Change)> =
             chunk.iter().map(|(k, c)| (**k, (**k, *c))).collect();
@@ -74,6 +80,10 @@ pub(crate) async fn add(
                     "{t}: the upsert answered a row it was not given"
                 )));
             };
+            if change.digest.is_empty() {
+                // Bots only: the counts stay as they are.
+                continue;
+            }
             let mut digest = Digest::decode(&row.try_get::<Vec<u8>, _>("data")?)?;
             digest.merge(&change.digest, 1);
             merged.push((key, digest.encode()));
@@ -83,18 +93,18 @@ pub(crate) async fn add(
     set_data(conn, multi_row, scope, &merged, None).await
 }
 
-/// Writes the digests of existing day rows; with `less`, also takes those clicks off each row's count and bumps
-/// its revision (a deletion: [`take_out`]).
+/// Writes the digests of existing day rows; with `less`, also takes those clicks and bots off each row's counts and
+/// bumps its revision (a deletion: [`take_out`]).
 async fn set_data(
     conn: &mut AnyConnection,
     multi_row: MultiRow,
     scope: Scope,
     rows: &[(DayKey<'_>, Vec<u8>)],
-    less: Option<&[i64]>,
+    less: Option<&[(i64, i64)]>,
 ) -> Result<(), StoreError> {
     let (t, owner) = (scope.table, scope.owner);
     let key_cols = if scope.grouped { 3 } else { 2 };
-    let cols = key_cols + 1 + usize::from(less.is_some());
+    let cols = key_cols + 1 + 2 * usize::from(less.is_some());
     let group_match = if scope.grouped {
         format!(" AND {t}.group_id = v.column3")
     } else {
@@ -103,8 +113,10 @@ async fn set_data(
     let data_col = key_cols + 1;
     let set = if less.is_some() {
         format!(
-            "data = v.column{data_col}, clicks = {t}.clicks - v.column{}, revision = {t}.revision + 1",
-            data_col + 1
+            "data = v.column{data_col}, clicks = {t}.clicks - v.column{}, bots = {t}.bots - v.column{}, \
+             revision = {t}.revision + 1",
+            data_col + 1,
+            data_col + 2
         )
     } else {
         format!("data = v.column{data_col}")
@@ -123,7 +135,7 @@ async fn set_data(
             }
             q = q.bind(data.as_slice());
             if let Some(less) = less {
-                q = q.bind(less[*i]);
+                q = q.bind(less[*i].0).bind(less[*i].1);
             }
         }
         q.execute(&mut *conn).await?;
@@ -154,7 +166,7 @@ pub(crate) async fn take_out(
         span.1 = span.1.max(*day);
     }
     let mut rows: Vec<(DayKey<'_>, Vec<u8>)> = Vec::new();
-    let mut less: Vec<i64> = Vec::new();
+    let mut less: Vec<(i64, i64)> = Vec::new();
     for (o, (first, last)) in owners {
         let stored = sqlx::query(&format!(
             "SELECT period, data FROM {t} WHERE {owner} = $1 AND span = 'day' AND period >= $2 AND period <= $3 \
@@ -173,7 +185,7 @@ pub(crate) async fn take_out(
             let mut digest = Digest::decode(&row.try_get::<Vec<u8>, _>("data")?)?;
             digest.merge(&change.digest, -1);
             rows.push(((o, day, ""), digest.encode()));
-            less.push(change.clicks);
+            less.push((change.clicks, change.bots));
         }
     }
     set_data(conn, multi_row, scope, &rows, Some(&less)).await
