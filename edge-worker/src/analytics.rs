@@ -6,6 +6,9 @@
 //! never reached the link, and counting them would let a country block inflate a link's figures. Link-preview
 //! fetchers are bots, so neither their `HEAD` nor their `GET` counts.
 //!
+//! A bot's `GET` that would otherwise have counted is reported as a bot event (`"bot": true`, no visitor facts),
+//! which the origin counts apart (`bots`), so users see what was filtered; its `HEAD` is not reported at all.
+//!
 //! Events are not held back waiting for more: each counted request starts a flush unless one is already in
 //! flight in the isolate, and a flush keeps sending until the buffer is empty, so under load one request carries
 //! many events and at rest a click reaches the origin within one round trip.
@@ -13,6 +16,7 @@
 use std::collections::VecDeque;
 
 pub use kv_model::{ClickBatch, ClickEvent, Device};
+use kv_model::{MAX_FACT_CHARS, MAX_USER_AGENT_BYTES, truncate_bytes, truncate_chars};
 
 use crate::decision::{Decision, Outcome};
 use crate::route::normalize_request_host;
@@ -29,16 +33,54 @@ pub const MAX_BUFFERED: usize = 5000;
 /// stop an isolate from reporting for good.
 pub const STALE_FLUSH_MS: u64 = 60_000;
 
-/// Whether a request yields a click event: analytics on, a `GET`, not a bot, and it reached the destination or
-/// the interstitial (blocked visitors and fallbacks do not count).
-pub fn counts(decision: &Decision, head: bool, visitor: &Visitor) -> bool {
-    decision.analytics
+/// What a request reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// A click ([`click_event`]).
+    Click,
+    /// A bot the edge did not count ([`bot_event`]).
+    Bot,
+}
+
+/// What a request reports, if anything: with analytics on, a `GET` that reached the destination or the
+/// interstitial is a click, or a bot event when the visitor is a bot (blocked visitors and fallbacks report
+/// nothing, bots blocked by `block_bots` included).
+pub fn report(decision: &Decision, head: bool, visitor: &Visitor) -> Option<Report> {
+    let reached = decision.analytics
         && !head
         && matches!(
             decision.outcome,
             Outcome::Destination(_) | Outcome::Interstitial { .. }
-        )
-        && !visitor.is_bot()
+        );
+    match (reached, visitor.is_bot()) {
+        (false, _) => None,
+        (true, false) => Some(Report::Click),
+        (true, true) => Some(Report::Bot),
+    }
+}
+
+/// Whether a request yields a click event: [`report`] says [`Report::Click`].
+pub fn counts(decision: &Decision, head: bool, visitor: &Visitor) -> bool {
+    report(decision, head, visitor) == Some(Report::Click)
+}
+
+/// The visited URL's `utm_source`, `utm_medium` and `utm_campaign` from its raw query (decoded; the first of
+/// each wins; at most [`MAX_FACT_CHARS`] characters; an empty one is none).
+pub fn utm(query: Option<&str>) -> [Option<String>; 3] {
+    let mut found: [Option<String>; 3] = Default::default();
+    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        let slot = match name.as_ref() {
+            "utm_source" => 0,
+            "utm_medium" => 1,
+            "utm_campaign" => 2,
+            _ => continue,
+        };
+        let value = truncate_chars(value.trim(), MAX_FACT_CHARS).trim_end();
+        if found[slot].is_none() && !value.is_empty() {
+            found[slot] = Some(value.to_owned());
+        }
+    }
+    found
 }
 
 /// The host of a `Referer` header (lowercase, no port, no user info), or `None` when absent or not an absolute
@@ -58,7 +100,9 @@ pub fn referer_host(referer: Option<&str>) -> Option<String> {
     normalize_request_host(host)
 }
 
-/// The event of a counted request (the report's shape is [`kv_model`]'s, shared with the origin).
+/// The event of a counted request (the report's shape is [`kv_model`]'s, shared with the origin). The
+/// User-Agent goes along, cut to [`MAX_USER_AGENT_BYTES`], for the origin to tell the browser and OS (a table there
+/// keeps the wasm small); `query` is the visited URL's raw query, for its UTM parameters.
 pub fn click_event(
     host: &str,
     short_code: Option<&str>,
@@ -66,7 +110,10 @@ pub fn click_event(
     at_ms: u64,
     visitor: &Visitor,
     referer: Option<&str>,
+    query: Option<&str>,
 ) -> ClickEvent {
+    let [utm_source, utm_medium, utm_campaign] = utm(query);
+    let ua = truncate_bytes(&visitor.user_agent, MAX_USER_AGENT_BYTES);
     ClickEvent {
         host: host.to_owned(),
         short_code: short_code.map(str::to_owned),
@@ -76,6 +123,27 @@ pub fn click_event(
         referer_host: referer_host(referer),
         device: device(&visitor.user_agent),
         id: None,
+        ua: (!ua.is_empty()).then(|| ua.to_owned()),
+        region: visitor.region.clone(),
+        city: visitor.city.clone(),
+        utm_source,
+        utm_medium,
+        utm_campaign,
+        bot: false,
+    }
+}
+
+/// The event of a bot's request that would have counted: where and when only (the origin counts it in `bots`,
+/// nowhere else, so nothing more about the bot is sent).
+pub fn bot_event(host: &str, short_code: Option<&str>, group_id: &str, at_ms: u64) -> ClickEvent {
+    ClickEvent {
+        host: host.to_owned(),
+        short_code: short_code.map(str::to_owned),
+        group_id: group_id.to_owned(),
+        at: i64::try_from(at_ms).unwrap_or(i64::MAX),
+        device: Device::Other,
+        bot: true,
+        ..ClickEvent::default()
     }
 }
 
@@ -294,7 +362,7 @@ mod tests {
 
     #[test]
     fn events_serialize_as_the_origin_takes_them() {
-        let visitor = human(IPHONE);
+        let visitor = human(IPHONE).with_place(Some("Bavaria"), Some("Munich"));
         let e = click_event(
             "go.example.com",
             Some("abc"),
@@ -302,8 +370,9 @@ mod tests {
             1_700_000_000_123,
             &visitor,
             Some("https://news.example/x"),
+            Some("utm_source=mail&utm_campaign=fall+sale&x=1"),
         );
-        let dynamic = click_event("go.example.com", None, "g2", 5, &human(CHROME), None);
+        let dynamic = click_event("go.example.com", None, "g2", 5, &human(CHROME), None, None);
         let batch = ClickBatch {
             batch_id: Some("0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10".into()),
             events: vec![e, dynamic],
@@ -313,15 +382,71 @@ mod tests {
             body,
             serde_json::json!({"batch_id": "0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10", "events": [
                 {"host": "go.example.com", "short_code": "abc", "group_id": "g1", "at": 1_700_000_000_123u64,
-                 "country": "DE", "referer_host": "news.example", "device": "mobile"},
+                 "country": "DE", "referer_host": "news.example", "device": "mobile", "ua": IPHONE,
+                 "region": "Bavaria", "city": "Munich", "utm_source": "mail", "utm_campaign": "fall sale"},
                 {"host": "go.example.com", "short_code": null, "group_id": "g2", "at": 5,
-                 "country": "DE", "referer_host": null, "device": "desktop"},
+                 "country": "DE", "referer_host": null, "device": "desktop", "ua": CHROME},
             ]})
+        );
+        let bot = bot_event("go.example.com", Some("abc"), "g1", 7);
+        assert_eq!(
+            serde_json::to_value(&bot).unwrap(),
+            serde_json::json!({"host": "go.example.com", "short_code": "abc", "group_id": "g1", "at": 7,
+                               "country": null, "referer_host": null, "device": "other", "bot": true})
+        );
+    }
+
+    #[test]
+    fn user_agent_is_cut_on_a_character_boundary() {
+        let long = format!("{CHROME} {}", "é".repeat(200));
+        let e = click_event("h", None, "g", 1, &human(&long), None, None);
+        let ua = e.ua.unwrap();
+        assert!(ua.len() <= MAX_USER_AGENT_BYTES && ua.len() >= MAX_USER_AGENT_BYTES - 1);
+        assert!(long.starts_with(&ua));
+    }
+
+    #[test]
+    fn utm_parameters() {
+        assert_eq!(utm(None), [None, None, None]);
+        assert_eq!(
+            utm(Some(
+                "utm_medium=e%2Dmail&utm_source=a&utm_source=b&utm_campaign="
+            )),
+            [Some("a".into()), Some("e-mail".into()), None]
+        );
+        let long = "x".repeat(150);
+        assert_eq!(
+            utm(Some(&format!("utm_campaign={long}")))[2].as_deref(),
+            Some(&long[..100])
+        );
+    }
+
+    #[test]
+    fn bots_are_reported_apart() {
+        let to = Outcome::Destination("https://d.example/".into());
+        let slack = human("Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)");
+        assert_eq!(
+            report(&decision(to.clone(), true), false, &slack),
+            Some(Report::Bot)
+        );
+        assert_eq!(
+            report(&decision(to.clone(), true), true, &slack),
+            None,
+            "HEAD"
+        );
+        assert_eq!(report(&decision(to.clone(), false), false, &slack), None);
+        let blocked = Outcome::Blocked {
+            access_fallback: None,
+        };
+        assert_eq!(report(&decision(blocked, true), false, &slack), None);
+        assert_eq!(
+            report(&decision(to, true), false, &human(CHROME)),
+            Some(Report::Click)
         );
     }
 
     fn event(n: u64) -> ClickEvent {
-        click_event("h", Some("c"), "g", n, &human(CHROME), None)
+        click_event("h", Some("c"), "g", n, &human(CHROME), None, None)
     }
 
     /// Ids "b1", "b2", … in the order batches are cut.

@@ -190,6 +190,7 @@ mod tests {
             referer_host: None,
             device: Device::Mobile,
             id: None,
+            ..ClickEvent::default()
         };
         let text = serde_json::to_string(&event).unwrap();
         assert!(is_event_text(&text));

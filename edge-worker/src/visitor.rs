@@ -23,6 +23,11 @@ pub struct Visitor {
     /// Whether the visitor holds a valid password cookie for the link asked for (`crate::password`): checked by the
     /// shell, only for a link with a password.
     pub unlocked: bool,
+    /// `request.cf.region` (a name, `Bavaria`), at most [`kv_model::MAX_FACT_CHARS`] characters. For click reports
+    /// only: no rule looks at it.
+    pub region: Option<String>,
+    /// `request.cf.city`, bounded like the region.
+    pub city: Option<String>,
 }
 
 /// Longest `Accept-Language` kept: browsers send under 100 bytes; the first preference is all the rules read.
@@ -49,6 +54,8 @@ impl Visitor {
             verified_bot,
             accept_language: String::new(),
             unlocked: false,
+            region: None,
+            city: None,
         }
     }
 
@@ -60,6 +67,13 @@ impl Visitor {
             end -= 1;
         }
         self.accept_language = header[..end].to_owned();
+        self
+    }
+
+    /// The visitor with its region and city, for click reports ([`place`] bounds them).
+    pub fn with_place(mut self, region: Option<&str>, city: Option<&str>) -> Self {
+        self.region = place(region);
+        self.city = place(city);
         self
     }
 
@@ -110,6 +124,12 @@ pub fn device(user_agent: &str) -> Device {
     } else {
         Device::Other
     }
+}
+
+/// A region's or city's name: trimmed, at most [`kv_model::MAX_FACT_CHARS`] characters; `None` when empty.
+fn place(raw: Option<&str>) -> Option<String> {
+    let name = kv_model::truncate_chars(raw?.trim(), kv_model::MAX_FACT_CHARS).trim_end();
+    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// A two-letter country code, uppercased; `XX` (unknown) and `T1` (Tor) count as no country.
@@ -362,6 +382,20 @@ mod tests {
         assert!(
             !country_allowed(Some("US"), &us_de, &list(&["us"])),
             "block wins"
+        );
+    }
+
+    #[test]
+    fn places_are_trimmed_and_bounded() {
+        let v = Visitor::default().with_place(Some(" Bavaria "), Some(" "));
+        assert_eq!((v.region.as_deref(), v.city), (Some("Bavaria"), None));
+        let long = "ü".repeat(150);
+        assert_eq!(
+            Visitor::default()
+                .with_place(None, Some(&long))
+                .city
+                .map(|c| c.chars().count()),
+            Some(100)
         );
     }
 }

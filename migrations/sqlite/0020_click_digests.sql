@@ -53,3 +53,7 @@ ALTER TABLE clicks ADD COLUMN city TEXT;
 ALTER TABLE clicks ADD COLUMN utm_source TEXT;
 ALTER TABLE clicks ADD COLUMN utm_medium TEXT;
 ALTER TABLE clicks ADD COLUMN utm_campaign TEXT;
+-- Whether the click was its visitor's first on the link that UTC day (unique visitors); NULL where not known.
+ALTER TABLE clicks ADD COLUMN first_visit BIGINT CHECK (first_visit IN (0, 1));
+-- The raw click export of an account and of its groups reads by account and time (a link's has clicks_link_at).
+CREATE INDEX clicks_account_at ON clicks (account_id, at);

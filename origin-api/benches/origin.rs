@@ -492,8 +492,9 @@ async fn stats_latency(
 
 /// Click-report ingestion: `load.events` events in reports of 1,000, each with a batch id, 4 reports in flight
 /// (the worker's consumers deliver concurrently), spread over `load.links` links (90%) and 4 dynamic-link groups
-/// (10%), 20 countries, 4 devices and 50 referrer hosts (a third without), each report a short window of the
-/// last 29 days. Then the statistics' latency over them.
+/// (10%), 20 countries, 4 devices and 50 referrer hosts (a third without), 6 browsers, 5 regions and 10 cities a
+/// country, UTM parameters on half, 2 % bots, each report a short window of the last 29 days. Then the
+/// statistics' latency over them.
 #[allow(clippy::too_many_arguments)]
 async fn bench_ingest(
     engine: &str,
@@ -525,6 +526,16 @@ async fn bench_ingest(
         "KR", "TR", "ID", "NG", "ZA",
     ];
     let devices = ["mobile", "desktop", "tablet", "other"];
+    // The new dimensions (issue 26): real User-Agents of six browsers, 5 regions and 10 cities per country, UTM
+    // parameters on half the clicks, and 2 % bots.
+    let agents = [
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36",
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0",
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0",
+        "Mozilla/5.0 (Linux; Android 14; SAMSUNG SM-S921B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/26.0 Chrome/122.0.0.0 Mobile Safari/537.36",
+    ];
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -559,6 +570,17 @@ async fn bench_ingest(
                         "country": countries[seq.next(countries.len())],
                         "referer_host": referer, "device": devices[seq.next(devices.len())],
                     });
+                    event["ua"] = agents[seq.next(agents.len())].into();
+                    event["region"] = format!("Region {}", seq.next(5)).into();
+                    event["city"] = format!("City {}", seq.next(10)).into();
+                    if seq.next(2) == 0 {
+                        event["utm_source"] = format!("source{}", seq.next(5)).into();
+                        event["utm_medium"] = format!("medium{}", seq.next(3)).into();
+                        event["utm_campaign"] = format!("campaign{}", seq.next(20)).into();
+                    }
+                    if seq.next(50) == 0 {
+                        event["bot"] = true.into();
+                    }
                     if load.event_ids {
                         event["id"] = uuid::Uuid::new_v4().simple().to_string().into();
                     }
@@ -606,7 +628,10 @@ async fn bench_ingest(
         .json()
         .await
         .unwrap();
-    assert_eq!(body["total"].as_u64(), Some(load.events as u64), "{body}");
+    // Every event counted once: as a click, or (the 2 % flagged) as a bot.
+    let counted = body["total"].as_u64().unwrap() + body["bots"].as_u64().unwrap();
+    assert_eq!(counted, load.events as u64, "{body}");
+    assert!(body["bots"].as_u64().unwrap() > 0, "{body}");
 
     for (label, path) in [
         ("account stats, 30 days", "stats".to_owned()),
@@ -623,9 +648,10 @@ async fn bench_ingest(
 }
 
 /// Statistics at scale: one link with `clicks` clicks spread over the last 365 days (about 27,000 a day at the
-/// default 10,000,000), by 100 countries and unknown, 4 devices and 200 referrer hosts and none, skewed so a few
+/// default 10,000,000), by 100 countries and unknown, 4 devices, 200 referrer hosts and none, 7 browsers and
+/// systems, 300 regions, 1,000 cities and 21 values of each UTM parameter, skewed so a few
 /// values take most clicks, as real traffic does. The day digests are generated directly (a row per day, 365 in
-/// each of the link, group and account tables, each with the day's 306 values, as ingestion writes them for such
+/// each of the link, group and account tables, each with the day's 1,670 values, as ingestion writes them for such
 /// traffic), because the statistics read only these; ingesting 10,000,000 events first would measure ingestion
 /// again, which the row above does. The first year read builds the 32-day block cache; the timed ones use it. Then the latency of the link's statistics over 30 days (the default) and the whole year,
 /// and of the account's over the year.
@@ -664,6 +690,32 @@ async fn bench_stats_at_scale(
         .to_vec();
     let mut referrers: Vec<String> = vec![String::new()];
     referrers.extend((0..200).map(|i| format!("site{i}.example")));
+    // The new dimensions (issue 26), as the digests key them: 7 browsers and systems, 3 regions and 10 cities in
+    // each of the 100 countries (a place is its country, a TAB, its name), 20 values of each UTM parameter and
+    // none.
+    let browsers: Vec<String> = [
+        "chrome", "safari", "edge", "firefox", "samsung", "opera", "other",
+    ]
+    .map(String::from)
+    .to_vec();
+    let systems: Vec<String> = [
+        "android", "ios", "windows", "macos", "linux", "chromeos", "other",
+    ]
+    .map(String::from)
+    .to_vec();
+    let places = |n: usize, what: &str| -> Vec<String> {
+        countries
+            .iter()
+            .flat_map(|c| (0..n).map(move |i| format!("{c}\t{what} {i}")))
+            .collect()
+    };
+    let (regions, cities) = (places(3, "Region"), places(10, "City"));
+    let utm = |name: &str| -> Vec<String> {
+        let mut v = vec![String::new()];
+        v.extend((0..20).map(|i| format!("{name}{i}")));
+        v
+    };
+    let (sources, media, campaigns) = (utm("source"), utm("medium"), utm("campaign"));
     let today = Day::today();
     let first = today.plus(-364);
     // Each day's (dimension, value, clicks).
@@ -677,6 +729,13 @@ async fn bench_stats_at_scale(
             ("country", &countries),
             ("device", &devices),
             ("referrer", &referrers),
+            ("browser", &browsers),
+            ("os", &systems),
+            ("region", &regions),
+            ("city", &cities),
+            ("utm_source", &sources),
+            ("utm_medium", &media),
+            ("utm_campaign", &campaigns),
         ] {
             for (value, n) in split(total, values) {
                 if n > 0 {

@@ -347,6 +347,7 @@ impl Application {
             signup_open: settings.signup == SignupMode::Open,
             webhooks: WebhookHandle::new(settings.webhooks),
             imports: crate::imports::ImportHandle::new(settings.import_limit_per_day),
+            click_retention_days: settings.click_retention_days,
         };
         Ok(Self {
             listener,

@@ -139,7 +139,7 @@ fn places(tally: &Tally<'_>, dimension: Dimension) -> Vec<PlaceCount> {
 }
 
 /// Whether the account owns the link or group (an account always owns itself).
-async fn owns(
+pub(crate) async fn owns(
     conn: &mut AnyConnection,
     account_id: &str,
     scope: StatsScope<'_>,

@@ -14,6 +14,7 @@ mod audit;
 mod audit_log;
 mod backup;
 mod blocklist;
+mod click_export;
 mod click_ingest;
 mod click_live;
 mod click_retention;
@@ -57,6 +58,9 @@ mod write_budget;
 pub use accounts::{AccountRow, NewAccount};
 pub use audit::{Action, Actor, DEFAULT_AUDIT_RETENTION_DAYS};
 pub use audit_log::{AuditEntry, AuditPage};
+pub use click_export::{
+    CLICK_EXPORT_COLUMNS, ClickBatch, ExportScope, RawClick, click_export_stream,
+};
 pub use click_live::{LIVE_MINUTES, LastHour, MinuteCount};
 pub use click_retention::Aged;
 pub use click_stats::{

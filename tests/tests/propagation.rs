@@ -658,6 +658,104 @@ async fn clicks_flow_back_into_link_stats() {
         || async { api.stats(&id).await["total"] == 2 },
     )
     .await;
+
+    // The bots' GETs were reported apart (HEADs not at all): in `bots`, never in `total`.
+    eventually(Duration::from_secs(5), "the bots show up", || async {
+        api.stats(&id).await["bots"] == 3
+    })
+    .await;
+
+    // Browsers and systems from real User-Agents, region and city from the location headers the worker reads
+    // when `request.cf` has none (local runs), UTM parameters from the visited URL; a crawler counts as a bot.
+    let chrome_android = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) \
+                          Chrome/131.0.6778.81 Mobile Safari/537.36";
+    let safari_ios = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 \
+                      (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
+    let firefox_windows =
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0";
+    let edge_windows = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                        Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0";
+    let samsung_android = "Mozilla/5.0 (Linux; Android 14; SAMSUNG SM-S921B) AppleWebKit/537.36 (KHTML, like \
+                           Gecko) SamsungBrowser/26.0 Chrome/122.0.0.0 Mobile Safari/537.36";
+    let googlebot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    let facebook = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)";
+    let campaign =
+        format!("{path}?utm_source=newsletter&utm_medium=email&utm_campaign=fall%20sale");
+    for (ua, at, country, region, city) in [
+        (chrome_android, &campaign, "DE", "Bavaria", "Munich"),
+        (safari_ios, &path, "US", "California", "San Francisco"),
+        (firefox_windows, &path, "GB", "England", "London"),
+        (edge_windows, &path, "NL", "North Holland", "Amsterdam"),
+        (samsung_android, &path, "KR", "Seoul", "Seoul"),
+        (googlebot, &campaign, "US", "Ohio", "Columbus"),
+        (facebook, &path, "IE", "Leinster", "Dublin"),
+    ] {
+        let v = s
+            .worker
+            .visit(
+                HOST,
+                at,
+                &[
+                    ("User-Agent", ua),
+                    ("CF-IPCountry", country),
+                    ("CF-Region", region),
+                    ("CF-IPCity", city),
+                ],
+            )
+            .await;
+        assert_eq!(v.status, 302, "{ua}");
+    }
+    eventually(
+        Duration::from_secs(5),
+        "the new clicks and the crawlers show up",
+        || async {
+            let stats = api.stats(&id).await;
+            stats["total"] == 7 && stats["bots"] == 5
+        },
+    )
+    .await;
+    let stats = api.stats(&id).await;
+    assert_eq!(
+        stats["by_browser"],
+        json!([{"browser": "chrome", "clicks": 3}, {"browser": "edge", "clicks": 1},
+               {"browser": "firefox", "clicks": 1}, {"browser": "safari", "clicks": 1},
+               {"browser": "samsung", "clicks": 1}]),
+        "{stats}"
+    );
+    assert_eq!(
+        stats["by_os"],
+        json!([{"os": "windows", "clicks": 4}, {"os": "android", "clicks": 2}, {"os": "ios", "clicks": 1}]),
+        "{stats}"
+    );
+    assert_eq!(
+        stats["by_region"],
+        json!([{"country": "DE", "region": null, "clicks": 1},
+               {"country": "DE", "region": "Bavaria", "clicks": 1},
+               {"country": "FR", "region": null, "clicks": 1},
+               {"country": "GB", "region": "England", "clicks": 1},
+               {"country": "KR", "region": "Seoul", "clicks": 1},
+               {"country": "NL", "region": "North Holland", "clicks": 1},
+               {"country": "US", "region": "California", "clicks": 1}]),
+        "{stats}"
+    );
+    assert_eq!(
+        stats["by_city"],
+        json!([{"country": "DE", "city": null, "clicks": 1},
+               {"country": "DE", "city": "Munich", "clicks": 1},
+               {"country": "FR", "city": null, "clicks": 1},
+               {"country": "GB", "city": "London", "clicks": 1},
+               {"country": "KR", "city": "Seoul", "clicks": 1},
+               {"country": "NL", "city": "Amsterdam", "clicks": 1},
+               {"country": "US", "city": "San Francisco", "clicks": 1}]),
+        "{stats}"
+    );
+    assert_eq!(
+        stats["by_utm"],
+        json!({"utm_source": [{"value": null, "clicks": 6}, {"value": "newsletter", "clicks": 1}],
+               "utm_medium": [{"value": null, "clicks": 6}, {"value": "email", "clicks": 1}],
+               "utm_campaign": [{"value": null, "clicks": 6}, {"value": "fall sale", "clicks": 1}]}),
+        "{stats}"
+    );
 }
 
 // Issue 12 at the edge: every change the management API or the operator makes to a live link or group changes

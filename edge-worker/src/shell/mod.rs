@@ -217,16 +217,30 @@ impl Visit<'_> {
                 .and_then(|o| js_sys::Reflect::get(o, &JsValue::from_str(name)).ok())
         };
         let bot = cf_get(cf.as_ref(), "botManagement");
-        Visitor::new(
-            cf_get(cf.as_ref(), "country")
-                .and_then(|v| v.as_string())
-                .as_deref(),
+        let cf_text = |name: &str| cf_get(cf.as_ref(), name).and_then(|v| v.as_string());
+        let cf_country = cf_text("country");
+        let visitor = Visitor::new(
+            cf_country.as_deref(),
             header("CF-IPCountry").as_deref(),
             header("User-Agent").as_deref(),
             cf_get(bot.as_ref(), "score").and_then(|v| v.as_f64()),
             cf_get(bot.as_ref(), "verifiedBot").and_then(|v| v.as_bool()) == Some(true),
         )
-        .with_accept_language(language.as_deref())
+        .with_accept_language(language.as_deref());
+        if !settings.is_some_and(|s| s.analytics.enabled) {
+            return visitor;
+        }
+        // Region and city, for click reports: Cloudflare's `cf` facts. The `CF-Region` / `CF-IPCity` headers are
+        // read only where there is no `cf` country, i.e. in local runs and tests: behind Cloudflare a visitor could
+        // send them (they are only set by a managed transform), and a missing `cf.city` must stay unknown.
+        if cf_country.is_some() {
+            visitor.with_place(cf_text("region").as_deref(), cf_text("city").as_deref())
+        } else {
+            visitor.with_place(
+                header("CF-Region").as_deref(),
+                header("CF-IPCity").as_deref(),
+            )
+        }
     }
 
     /// The group of a live persistent link: KV's record (or its last good copy), else the origin's copy (a group
@@ -239,17 +253,19 @@ impl Visit<'_> {
         }
     }
 
-    /// The request's raw query (without `?`), for a link that forwards it. Read only then: the full URL is a call
-    /// out of wasm that the worker crate's `path()` does not need.
+    /// The request's raw query (without `?`), for a link that forwards it and for a click's UTM parameters. Read
+    /// only then: the full URL is a call out of wasm that the worker crate's `path()` does not need.
     fn query(&self) -> Option<String> {
         let url = self.req.inner().url();
         route::split_url(&url).2.map(str::to_owned)
     }
 
-    /// Reports a click after the response (in `wait_until`): to the click queue when the deployment has one
-    /// ([`click_queue`]), else into the isolate's buffer with a flush under way. Neither: nothing to do.
+    /// Reports a click, or a bot that did not count ([`analytics::report`]), after the response (in
+    /// `wait_until`): to the click queue when the deployment has one ([`click_queue`]), else into the isolate's
+    /// buffer with a flush under way. Neither: nothing to do.
     fn record_click(
         &self,
+        report: analytics::Report,
         host: &str,
         short_code: Option<&str>,
         group_id: &str,
@@ -260,15 +276,21 @@ impl Visit<'_> {
         if queue.is_none() && origin.is_none() {
             return;
         }
-        let referer = self.req.headers().get("Referer").ok().flatten();
-        let event = analytics::click_event(
-            host,
-            short_code,
-            group_id,
-            self.now_ms,
-            visitor,
-            referer.as_deref(),
-        );
+        let event = match report {
+            analytics::Report::Bot => analytics::bot_event(host, short_code, group_id, self.now_ms),
+            analytics::Report::Click => {
+                let referer = self.req.headers().get("Referer").ok().flatten();
+                analytics::click_event(
+                    host,
+                    short_code,
+                    group_id,
+                    self.now_ms,
+                    visitor,
+                    referer.as_deref(),
+                    self.query().as_deref(),
+                )
+            }
+        };
         match (queue, origin) {
             (Some(queue), origin) => self.ctx.wait_until(click_queue::send(queue, event, origin)),
             (None, Some(origin)) => {
@@ -328,8 +350,9 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
         Route::Dynamic { group_id, token } => boxed(dynamic(ctx, host, group_id, token)).await,
         _ => return boxed(ctx.fallback()).await,
     };
-    if analytics::counts(&visited.decision, ctx.head, &visited.visitor) {
+    if let Some(report) = analytics::report(&visited.decision, ctx.head, &visited.visitor) {
         ctx.record_click(
+            report,
             host,
             visited.code.as_deref(),
             &visited.group_id,

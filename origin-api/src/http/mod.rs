@@ -2,6 +2,7 @@
 
 mod audit;
 mod bulk;
+mod click_export;
 mod client_ip;
 mod dynamic;
 mod error;
@@ -67,6 +68,7 @@ pub fn app_for(state: AppState, routes: Routes) -> Router {
             .merge(groups::router())
             .merge(dynamic::router())
             .merge(stats::router())
+            .merge(click_export::router())
             .merge(audit::router())
             .merge(tags::router())
             .merge(webhooks::router())

@@ -39,6 +39,8 @@ pub struct AppState {
     pub webhooks: crate::webhooks::WebhookHandle,
     /// The import runner's wake-up and the imports' daily budget.
     pub imports: crate::imports::ImportHandle,
+    /// Days raw click events are kept (`--click-retention-days`): the raw export says where its range starts.
+    pub click_retention_days: u32,
 }
 
 impl FromRef<AppState> for ClientAddrRule {

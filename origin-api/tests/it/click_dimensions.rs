@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use shortlink_store::domain::Day;
 use sqlx::{Column, Row};
 
-const SECRET: &str = "internal-test-secret-0123456789abcdef";
-const DAY_MS: i64 = 86_400_000;
+pub(crate) const SECRET: &str = "internal-test-secret-0123456789abcdef";
+pub(crate) const DAY_MS: i64 = 86_400_000;
 
-const CHROME_ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36";
-const SAFARI_IOS: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
+pub(crate) const CHROME_ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36";
+pub(crate) const SAFARI_IOS: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
 const FIREFOX_WINDOWS: &str =
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0";
 const EDGE_WINDOWS: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0";
@@ -28,7 +28,7 @@ type RawFacts = (
     Option<String>,
 );
 
-async fn app(engine: Engine) -> TestApp {
+pub(crate) async fn app(engine: Engine) -> TestApp {
     TestApp::with_settings(TestDb::new(engine).await, |s| {
         s.internal_secret = Some(SECRET.into())
     })
@@ -41,7 +41,7 @@ fn noon(date: &str) -> i64 {
 }
 
 /// A click on `code` (None: a dynamic link of `group`) with the given facts; `extra` adds or replaces fields.
-fn click(code: Option<&str>, group: &str, at: i64, ua: &str, extra: Value) -> Value {
+pub(crate) fn click(code: Option<&str>, group: &str, at: i64, ua: &str, extra: Value) -> Value {
     let mut event = json!({"host": "sho.rt", "short_code": code, "group_id": group, "at": at,
                            "device": "mobile", "ua": ua});
     if let (Some(e), Some(x)) = (event.as_object_mut(), extra.as_object()) {
@@ -51,7 +51,7 @@ fn click(code: Option<&str>, group: &str, at: i64, ua: &str, extra: Value) -> Va
 }
 
 /// Posts events with the worker's secret and returns the answer.
-async fn report(app: &TestApp, events: Vec<Value>) -> (u16, Value) {
+pub(crate) async fn report(app: &TestApp, events: Vec<Value>) -> (u16, Value) {
     json(
         app.client
             .post(app.url("/internal/v1/clicks"))
@@ -64,7 +64,7 @@ async fn report(app: &TestApp, events: Vec<Value>) -> (u16, Value) {
     .await
 }
 
-async fn link(app: &TestApp, acc: &Account, code: &str) -> String {
+pub(crate) async fn link(app: &TestApp, acc: &Account, code: &str) -> String {
     let (s, body) = app
         .create_json(
             &acc.key,

@@ -12,6 +12,7 @@ mod auth;
 mod backup;
 mod cli;
 mod click_dimensions;
+mod click_export;
 mod concurrent_deletes;
 mod create_link;
 mod dashboard;

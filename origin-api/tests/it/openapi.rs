@@ -16,6 +16,9 @@ const ENDPOINTS: &[(&str, &str, bool)] = &[
     ("/api/v1/external/links/{id}/stats", "get", true),
     ("/api/v1/external/groups/{id}/stats", "get", true),
     ("/api/v1/external/stats", "get", true),
+    ("/api/v1/external/links/{id}/clicks", "get", true),
+    ("/api/v1/external/groups/{id}/clicks", "get", true),
+    ("/api/v1/external/clicks", "get", true),
     ("/api/v1/external/audit-log", "get", true),
     ("/api/v1/external/links/export", "get", true),
     ("/api/v1/external/links/import", "post", true),
@@ -164,7 +167,10 @@ async fn document_is_openapi_3_1_with_every_endpoint_and_the_token_scheme() {
                 );
                 continue;
             }
-            if *path == "/api/v1/external/links/export" && status == "200" {
+            // The streamed exports: the link export and the raw click exports.
+            if (*path == "/api/v1/external/links/export" || path.ends_with("clicks"))
+                && status == "200"
+            {
                 assert_eq!(
                     keys(content),
                     ["application/x-ndjson", "text/csv"]

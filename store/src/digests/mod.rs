@@ -69,7 +69,8 @@ pub enum SeedScope<'a> {
 }
 
 /// One day's counts to seed: the day (since 1970) and (dimension, value, clicks) with the dimension named as in the
-/// statistics (`country`, `device`, `referrer`); the day's clicks are its `device` counts.
+/// statistics' CSV (`country`, `device`, `referrer`, `browser`, …, `utm_campaign`; a region or city is its country,
+/// a TAB and its name); the day's clicks are its `device` counts.
 #[doc(hidden)]
 pub type SeedDay<'a> = (i64, Vec<(&'a str, &'a str, i64)>);
 
@@ -98,6 +99,13 @@ impl crate::pool::Db {
                         Dimension::DEVICE
                     }
                     "referrer" => Dimension::REFERRER,
+                    "browser" => Dimension::BROWSER,
+                    "os" => Dimension::OS,
+                    "region" => Dimension::REGION,
+                    "city" => Dimension::CITY,
+                    "utm_source" => Dimension::UTM_SOURCE,
+                    "utm_medium" => Dimension::UTM_MEDIUM,
+                    "utm_campaign" => Dimension::UTM_CAMPAIGN,
                     other => {
                         return Err(crate::StoreError::Invalid(format!("no dimension {other}")));
                     }

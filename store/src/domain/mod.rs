@@ -35,7 +35,10 @@ pub use smart_link::{
     MAX_MAX_CLICKS, MAX_OG_DESCRIPTION_CHARS, MAX_OG_TITLE_CHARS, MIN_LINK_PASSWORD_CHARS,
     MaxClicks, PreviewText, RedirectStatus, rules_to_api,
 };
-pub use stats_query::{DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, StatsFormat, StatsQuery};
+pub use stats_query::{
+    ClickExportFormat, ClickExportQuery, DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, StatsFormat,
+    StatsQuery,
+};
 pub use tag::{MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Tag, Title, sort_tag_names};
 pub use timestamp::Micros;
 

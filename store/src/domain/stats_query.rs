@@ -1,4 +1,5 @@
-//! The query of the statistics endpoints: a range of UTC days (`from`, `to`, both inclusive) and the `format`.
+//! The query of the statistics endpoints and of the raw click export: a range of UTC days (`from`, `to`, both
+//! inclusive) and the `format`.
 
 use super::ValidationError;
 use super::day::Day;
@@ -33,41 +34,83 @@ impl StatsQuery {
     /// busters); a known parameter given twice is refused, since we could not tell which one was meant. Each
     /// error names its parameter.
     pub fn parse(raw: Option<&str>, today: Day) -> Result<Self, ValidationError> {
-        let (mut from, mut to, mut format) = (None, None, None);
-        for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
-            let slot = match k.as_ref() {
-                "from" => &mut from,
-                "to" => &mut to,
-                "format" => &mut format,
-                _ => continue,
-            };
-            if slot.replace(v).is_some() {
-                return Err(ValidationError::new(format!("{k} is given more than once")));
-            }
-        }
+        let (from, to, format) = range_and_format(raw, today)?;
         let format = match format.as_deref() {
             None | Some("json") => StatsFormat::Json,
             Some("csv") => StatsFormat::Csv,
             Some(_) => return Err(ValidationError::new("format must be json or csv")),
         };
-        let to = to
-            .map(|v| Day::parse("to", &v))
-            .transpose()?
-            .unwrap_or(today);
-        let from = match from {
-            Some(v) => Day::parse("from", &v)?,
-            None => Day(to.0.saturating_sub(DEFAULT_RANGE_DAYS - 1).max(0)),
-        };
-        if from > to {
-            return Err(ValidationError::new("from must not be after to"));
-        }
-        if to.0 - from.0 + 1 > MAX_RANGE_DAYS {
-            return Err(ValidationError::new(format!(
-                "from and to must span at most {MAX_RANGE_DAYS} days"
-            )));
-        }
         Ok(Self { from, to, format })
     }
+}
+
+/// How raw click events are exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClickExportFormat {
+    /// `application/x-ndjson`, one object per event (the default).
+    Ndjson,
+    /// `text/csv` with a header row.
+    Csv,
+}
+
+/// The validated query of a raw click export: the statistics' range, `format` `ndjson` or `csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClickExportQuery {
+    /// First day exported.
+    pub from: Day,
+    /// Last day exported (inclusive).
+    pub to: Day,
+    /// Answer format.
+    pub format: ClickExportFormat,
+}
+
+impl ClickExportQuery {
+    /// Parses a raw query string by the statistics' rules ([`StatsQuery::parse`]), but for the format.
+    pub fn parse(raw: Option<&str>, today: Day) -> Result<Self, ValidationError> {
+        let (from, to, format) = range_and_format(raw, today)?;
+        let format = match format.as_deref() {
+            None | Some("ndjson") => ClickExportFormat::Ndjson,
+            Some("csv") => ClickExportFormat::Csv,
+            Some(_) => return Err(ValidationError::new("format must be ndjson or csv")),
+        };
+        Ok(Self { from, to, format })
+    }
+}
+
+/// The range of a query (defaults and bounds checked) and its raw `format`, if given.
+fn range_and_format(
+    raw: Option<&str>,
+    today: Day,
+) -> Result<(Day, Day, Option<String>), ValidationError> {
+    let (mut from, mut to, mut format) = (None, None, None);
+    for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+        let slot = match k.as_ref() {
+            "from" => &mut from,
+            "to" => &mut to,
+            "format" => &mut format,
+            _ => continue,
+        };
+        if slot.replace(v).is_some() {
+            return Err(ValidationError::new(format!("{k} is given more than once")));
+        }
+    }
+    let to = to
+        .map(|v| Day::parse("to", &v))
+        .transpose()?
+        .unwrap_or(today);
+    let from = match from {
+        Some(v) => Day::parse("from", &v)?,
+        None => Day(to.0.saturating_sub(DEFAULT_RANGE_DAYS - 1).max(0)),
+    };
+    if from > to {
+        return Err(ValidationError::new("from must not be after to"));
+    }
+    if to.0 - from.0 + 1 > MAX_RANGE_DAYS {
+        return Err(ValidationError::new(format!(
+            "from and to must span at most {MAX_RANGE_DAYS} days"
+        )));
+    }
+    Ok((from, to, format.map(|f| f.into_owned())))
 }
 
 #[cfg(test)]
@@ -78,6 +121,26 @@ mod tests {
 
     fn q(s: &str) -> Result<StatsQuery, ValidationError> {
         StatsQuery::parse(Some(s), TODAY)
+    }
+
+    #[test]
+    fn click_exports_take_ndjson_or_csv_over_the_same_ranges() {
+        let e = |s: &str| ClickExportQuery::parse(Some(s), TODAY);
+        let d = e("").unwrap();
+        assert_eq!(
+            (d.from, d.to, d.format),
+            (Day(TODAY.0 - 29), TODAY, ClickExportFormat::Ndjson)
+        );
+        assert_eq!(e("format=csv").unwrap().format, ClickExportFormat::Csv);
+        assert_eq!(
+            e("format=json").unwrap_err().0,
+            "format must be ndjson or csv"
+        );
+        assert_eq!(
+            e("from=2024-01-02&to=2024-01-01").unwrap_err().0,
+            "from must not be after to"
+        );
+        assert!(e("to=x").is_err() && e("format=csv&format=csv").is_err());
     }
 
     #[test]
