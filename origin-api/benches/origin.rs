@@ -1,5 +1,6 @@
 //! Origin benchmark: click-report ingestion (events/s through `POST /internal/v1/clicks`, reports of 1,000
 //! events) and statistics latency after it, statistics latency for one link with 10,000,000 clicks over a year,
+//! the raw click export of 1,000,000 events,
 //! create-link throughput, list-links latency, and PATCH / DELETE of one link by id, over real HTTP, on SQLite and PostgreSQL, with one account holding 1,000,000 links. Prints a Markdown table.
 //!
 //! `cargo bench -p origin-api --bench origin` (env: `BENCH_LINKS`, default 1000000;
@@ -7,6 +8,7 @@
 //! ingestion; `BENCH_CLICK_LINKS`, default 1000, the links the clicks spread over; `BENCH_STATS_CLICKS`, default
 //! 10000000, the clicks of the one link whose statistics are read at scale, 0 skips it; `BENCH_EVENT_IDS=1`, each
 //! ingested event with its own id, as the worker's queue consumer sends them; `TEST_POSTGRES_URL`;
+//! `BENCH_EXPORT_EVENTS`, default 1000000, the raw events of the one link whose click export is read, 0 skips it;
 //! `BENCH_ENGINES=sqlite,postgres`).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -168,6 +170,7 @@ async fn run_timed(
     (rate, percentile(&times, 0.5), percentile(&times, 0.99))
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn bench_engine(
     engine: &str,
     links: usize,
@@ -175,6 +178,7 @@ async fn bench_engine(
     edits: usize,
     clicks: ClickLoad,
     stats_clicks: usize,
+    export_events: usize,
     rows: &mut Vec<Row>,
 ) {
     sqlx::any::install_default_drivers();
@@ -212,6 +216,19 @@ async fn bench_engine(
             &base,
             &client,
             stats_clicks,
+            rows,
+        )
+        .await;
+    }
+    if export_events > 0 {
+        bench_click_export(
+            engine,
+            &fresh.url,
+            &db,
+            &domain.id,
+            &base,
+            &client,
+            export_events,
             rows,
         )
         .await;
@@ -647,6 +664,112 @@ async fn bench_ingest(
     }
 }
 
+/// This process's resident memory: now, and its peak since [`reset_peak_memory`] (KiB, from `/proc/self/status`).
+fn memory_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Resets the peak resident memory (`VmHWM`) to the current (Linux: `5` into `/proc/self/clear_refs`).
+fn reset_peak_memory() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Raw click export (issue 26): one link with `events` raw events over the last 30 days, written straight into
+/// `clicks` (one `INSERT … SELECT` over a recursive counter, both engines), then exported whole as NDJSON and as
+/// CSV through the API, the body read as it streams. Events/s, and the process's peak memory over its memory
+/// before (the origin runs in this process): a constant-memory export adds about one batch, whatever the count.
+#[allow(clippy::too_many_arguments)]
+async fn bench_click_export(
+    engine: &str,
+    url: &str,
+    db: &Db,
+    domain_id: &str,
+    base: &str,
+    client: &reqwest::Client,
+    events: usize,
+    rows: &mut Vec<Row>,
+) {
+    use shortlink_store::domain::Day;
+    let (acc, key, link_id) =
+        account_with_links(db, url, domain_id, "export@example.com", "x", 1).await;
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let today = Day::today();
+    let first_us = today.plus(-29).0 * 86_400_000_000;
+    // Spread evenly over the 30 days.
+    let step_us = (30 * 86_400_000_000 / events.max(1) as i64).max(1);
+    let filled = Instant::now();
+    sqlx::query(
+        "INSERT INTO clicks (account_id, link_id, group_id, at, country, region, city, device, browser, os, \
+         referer_host, utm_source, utm_medium, utm_campaign) \
+         WITH RECURSIVE s(g) AS (SELECT 0 UNION ALL SELECT g + 1 FROM s WHERE g + 1 < $4) \
+         SELECT $1, $2, $3, $5 + g * $6, \
+           CASE g % 4 WHEN 0 THEN 'US' WHEN 1 THEN 'DE' WHEN 2 THEN 'FR' ELSE NULL END, \
+           CASE g % 3 WHEN 0 THEN 'Bavaria' ELSE NULL END, CASE g % 5 WHEN 0 THEN 'Munich' ELSE 'Berlin' END, \
+           CASE g % 2 WHEN 0 THEN 'mobile' ELSE 'desktop' END, 'chrome', 'android', \
+           CASE g % 3 WHEN 0 THEN 'news.example' ELSE NULL END, \
+           CASE g % 2 WHEN 0 THEN 'newsletter' ELSE NULL END, 'email', 'fall sale' FROM s",
+    )
+    .bind(acc.id.as_str())
+    .bind(link_id.as_str())
+    .bind(acc.default_group_id.as_str())
+    .bind(events as i64)
+    .bind(first_us)
+    .bind(step_us)
+    .execute(&pool)
+    .await
+    .unwrap();
+    if url.starts_with("postgres") {
+        sqlx::query("ANALYZE clicks").execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+    eprintln!("{engine}: {events} raw events in {:?}", filled.elapsed());
+    for format in ["ndjson", "csv"] {
+        let (before, _) = memory_kib();
+        reset_peak_memory();
+        let started = Instant::now();
+        let resp = client
+            .get(format!(
+                "{base}/api/v1/external/links/{link_id}/clicks?from={}&format={format}",
+                today.plus(-29).to_iso_date()
+            ))
+            .header("Authorization", format!("Token {key}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut resp = resp;
+        let (mut lines, mut bytes) = (0usize, 0usize);
+        while let Some(chunk) = resp.chunk().await.unwrap() {
+            bytes += chunk.len();
+            lines += chunk.iter().filter(|b| **b == b'\n').count();
+        }
+        let elapsed = started.elapsed();
+        let (_, peak) = memory_kib();
+        let header = usize::from(format == "csv");
+        assert_eq!(lines, events + header, "every event exported once");
+        rows.push(Row {
+            engine: engine.into(),
+            what: format!("raw click export, {format}: one link, {events} events"),
+            value: format!(
+                "{:.0} events/s ({:.1} s, {:.0} MB); peak memory +{:.1} MiB over {:.0} MiB before",
+                events as f64 / elapsed.as_secs_f64(),
+                elapsed.as_secs_f64(),
+                bytes as f64 / 1e6,
+                peak.saturating_sub(before) as f64 / 1024.0,
+                before as f64 / 1024.0
+            ),
+        });
+    }
+}
+
 /// Statistics at scale: one link with `clicks` clicks spread over the last 365 days (about 27,000 a day at the
 /// default 10,000,000), by 100 countries and unknown, 4 devices, 200 referrer hosts and none, 7 browsers and
 /// systems, 300 regions, 1,000 cities and 21 values of each UTM parameter, skewed so a few
@@ -719,7 +842,7 @@ async fn bench_stats_at_scale(
     let today = Day::today();
     let first = today.plus(-364);
     // Each day's (dimension, value, clicks).
-    let mut days: Vec<(i64, Vec<(&str, &str, i64)>)> = Vec::new();
+    let mut days: Vec<shortlink_store::SeedDay<'_>> = Vec::new();
     let per_day = clicks as i64 / 365;
     for d in 0..365 {
         let day = first.plus(d);
@@ -901,6 +1024,7 @@ fn main() {
         event_ids: env_usize("BENCH_EVENT_IDS", 0) == 1,
     };
     let stats_clicks = env_usize("BENCH_STATS_CLICKS", 10_000_000);
+    let export_events = env_usize("BENCH_EXPORT_EVENTS", 1_000_000);
     let engines = std::env::var("BENCH_ENGINES").unwrap_or_else(|_| "sqlite,postgres".to_owned());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -915,6 +1039,7 @@ fn main() {
             edits,
             clicks,
             stats_clicks,
+            export_events,
             &mut rows,
         ));
     }
