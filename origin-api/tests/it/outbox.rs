@@ -284,11 +284,22 @@ async fn internal_routes(engine: Engine) {
     assert_eq!(
         stats,
         json!({
-            "link_id": link["id"], "from": "2027-01-01", "to": "2027-01-31", "total": 3,
-            "by_day": [{"date": "2027-01-15", "clicks": 2}, {"date": "2027-01-16", "clicks": 1}],
+            "link_id": link["id"], "from": "2027-01-01", "to": "2027-01-31", "total": 3, "bots": 0,
+            "by_day": [{"date": "2027-01-15", "clicks": 2, "bots": 0}, {"date": "2027-01-16", "clicks": 1, "bots": 0}],
             "by_country": [{"country": null, "clicks": 1}, {"country": "DE", "clicks": 1}, {"country": "US", "clicks": 1}],
             "by_device": [{"device": "desktop", "clicks": 2}, {"device": "mobile", "clicks": 1}],
             "by_referrer": [{"referer_host": null, "clicks": 2}, {"referer_host": "news.example", "clicks": 1}],
+            // Events without a User-Agent, region, city or UTM parameters (older workers).
+            "by_browser": [{"browser": "other", "clicks": 3}],
+            "by_os": [{"os": "other", "clicks": 3}],
+            "by_region": [{"country": null, "region": null, "clicks": 1},
+                          {"country": "DE", "region": null, "clicks": 1},
+                          {"country": "US", "region": null, "clicks": 1}],
+            "by_city": [{"country": null, "city": null, "clicks": 1},
+                        {"country": "DE", "city": null, "clicks": 1},
+                        {"country": "US", "city": null, "clicks": 1}],
+            "by_utm": {"utm_source": [{"value": null, "clicks": 3}], "utm_medium": [{"value": null, "clicks": 3}],
+                       "utm_campaign": [{"value": null, "clicks": 3}]},
         })
     );
     // Another account's link, an unknown id and a malformed id are all 404.

@@ -3,14 +3,13 @@
 //! become one digest row (revision 1), and the counter tables are dropped. A database that never had them, or has
 //! been moved already, has nothing to do. Written in Rust because the digests' bytes are ([`super::format`]).
 
-use futures_util::TryStreamExt;
 use sqlx::{AnyConnection, Row};
 use std::collections::BTreeMap;
 
 use super::write::{Change, DayKey};
 use super::{Dimension, Scope};
 use crate::error::StoreError;
-use crate::sql_chunks::MultiRow;
+use crate::sql_chunks::{MultiRow, in_lists};
 
 /// The counter tables, what they became, and their key columns (owner, day, then the group of link rows).
 const MOVES: [(&str, Scope, &str); 3] = [
@@ -41,14 +40,29 @@ pub(crate) async fn counters_to_digests(conn: &mut AnyConnection) -> Result<(), 
         if !exists(conn, postgres, table).await? {
             continue;
         }
-        // Owned keys: a day's rows are gathered, then written in batches.
-        let mut changes: BTreeMap<(String, i64, String), Change> = BTreeMap::new();
-        {
+        // A few owners at a time, so memory holds their rows only, however large the tables.
+        let owner_col = key.split(',').next().unwrap_or(key);
+        let owners: Vec<String> = sqlx::query(&format!(
+            "SELECT DISTINCT {owner_col} AS owner FROM {table} ORDER BY 1"
+        ))
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|r| r.try_get("owner"))
+        .collect::<Result<_, _>>()?;
+        let owners: Vec<&str> = owners.iter().map(String::as_str).collect();
+        for (list, binds) in in_lists(&owners, 1) {
             let sql = format!(
-                "SELECT {key}, dimension, value, clicks FROM {table} WHERE clicks > 0 ORDER BY {key}",
+                "SELECT {key}, dimension, value, clicks FROM {table} \
+                 WHERE {owner_col} IN ({list}) AND clicks > 0 ORDER BY {key}",
             );
-            let mut rows = sqlx::query(&sql).fetch(&mut *conn);
-            while let Some(row) = rows.try_next().await? {
+            let mut q = sqlx::query(&sql);
+            for b in binds {
+                q = q.bind(b);
+            }
+            // Owned keys: the owners' days are gathered, then written.
+            let mut changes: BTreeMap<(String, i64, String), Change> = BTreeMap::new();
+            for row in q.fetch_all(&mut *conn).await? {
                 let owner: String = row.try_get(0)?;
                 let day: i64 = row.try_get(1)?;
                 let group: String = if scope.grouped {
@@ -72,9 +86,7 @@ pub(crate) async fn counters_to_digests(conn: &mut AnyConnection) -> Result<(), 
                 };
                 change.digest.add(dimension, &value, clicks);
             }
-        }
-        for batch in changes.into_iter().collect::<Vec<_>>().chunks(4_096) {
-            let borrowed: BTreeMap<DayKey<'_>, Change> = batch
+            let borrowed: BTreeMap<DayKey<'_>, Change> = changes
                 .iter()
                 .map(|((o, d, g), c)| {
                     (

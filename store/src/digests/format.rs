@@ -45,6 +45,16 @@ impl Dimension {
     pub(crate) const UTM_CAMPAIGN: Self = Self(9);
 }
 
+/// Most distinct values of one dimension in one stored digest. Visitors choose their UTM parameters and Referer, so
+/// without a bound one link's day row could be made to grow without end, and every report would rewrite it whole:
+/// the values past the bound are counted together under [`OTHER_VALUES`], which no list shows (the statistics list
+/// at most 100 values of a dimension anyway). A row then holds at most about 10 × 2,000 values.
+pub(crate) const MAX_VALUES: usize = 2_000;
+
+/// Where a digest counts the values past [`MAX_VALUES`]: never a real value (stored values hold no control
+/// character but a place's TAB), and never listed.
+pub(crate) const OTHER_VALUES: &str = "\u{1}";
+
 /// An owned digest: what a report adds to a period, or a period's stored digest while it is changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Digest {
@@ -62,11 +72,30 @@ impl Digest {
     }
 
     /// Adds (`sign` 1) or takes out (`sign` -1) every count of `other`; values left at 0 or below are dropped (a
-    /// deleted link's clicks leave nothing behind).
+    /// deleted link's clicks leave nothing behind). Adding keeps each dimension to [`MAX_VALUES`] values. Taking
+    /// out a value this digest counted under [`OTHER_VALUES`] leaves that bucket as it was: it is never listed, and
+    /// the row's clicks are counted apart, so the totals stay exact.
     pub(crate) fn merge(&mut self, other: &Digest, sign: i64) {
+        let mut sizes: BTreeMap<Dimension, usize> = BTreeMap::new();
+        if sign > 0 {
+            for (d, _) in self.counts.keys() {
+                *sizes.entry(*d).or_default() += 1;
+            }
+        }
         for ((d, v), n) in &other.counts {
-            let c = self.counts.entry((*d, v.clone())).or_default();
-            *c += sign * n;
+            let key = (*d, v.clone());
+            if sign > 0 && !self.counts.contains_key(&key) {
+                let size = sizes.entry(*d).or_default();
+                if *size >= MAX_VALUES && v != OTHER_VALUES {
+                    *self
+                        .counts
+                        .entry((*d, OTHER_VALUES.to_owned()))
+                        .or_default() += n;
+                    continue;
+                }
+                *size += 1;
+            }
+            *self.counts.entry(key).or_default() += sign * n;
         }
         self.counts.retain(|_, n| *n > 0);
     }
@@ -140,7 +169,7 @@ impl<'a> Tally<'a> {
         let mut values: Vec<(&'a str, i64)> = self
             .counts
             .iter()
-            .filter(|((d, _), n)| *d == dimension && **n > 0)
+            .filter(|((d, v), n)| *d == dimension && **n > 0 && *v != OTHER_VALUES)
             .map(|((_, v), n)| (*v, *n))
             .collect();
         values.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
@@ -268,6 +297,42 @@ mod tests {
         let mut both = sample();
         both.merge(&other, 1);
         assert_eq!(t.to_digest(), both);
+    }
+
+    #[test]
+    fn each_dimension_keeps_at_most_max_values() {
+        let mut row = Digest::default();
+        for round in 0..3 {
+            let mut report = Digest::default();
+            for i in 0..1_000 {
+                report.add(Dimension::UTM_SOURCE, &format!("v{}", round * 1_000 + i), 1);
+            }
+            report.add(Dimension::DEVICE, "mobile", 1_000);
+            row.merge(&report, 1);
+        }
+        let sources = row
+            .counts
+            .keys()
+            .filter(|(d, _)| *d == Dimension::UTM_SOURCE);
+        // 2,000 values and the bucket of the 1,000 past them; other dimensions unaffected.
+        assert_eq!(sources.count(), MAX_VALUES + 1);
+        assert_eq!(
+            row.counts[&(Dimension::UTM_SOURCE, OTHER_VALUES.into())],
+            1_000
+        );
+        assert_eq!(row.counts[&(Dimension::DEVICE, "mobile".into())], 3_000);
+        // A value already counted is still counted as itself.
+        let mut again = Digest::default();
+        again.add(Dimension::UTM_SOURCE, "v5", 2);
+        row.merge(&again, 1);
+        assert_eq!(row.counts[&(Dimension::UTM_SOURCE, "v5".into())], 3);
+        // The bucket is never listed.
+        let bytes = row.encode();
+        let mut t = Tally::default();
+        t.add_encoded(&bytes).unwrap();
+        let top = t.top(Dimension::UTM_SOURCE, usize::MAX);
+        assert_eq!(top.len(), MAX_VALUES);
+        assert!(top.iter().all(|(v, _)| *v != OTHER_VALUES));
     }
 
     #[test]
