@@ -94,8 +94,10 @@ async fn export(
         Body::from_stream(body),
     )
         .into_response();
-    // Raw events older than the retention are deleted (hourly): a range reaching before it gets what is kept.
-    let kept_from = Day(today.0 - i64::from(state.click_retention_days));
+    // Raw events older than the retention (at least a day) are deleted hourly, so the day that many days back is
+    // partly gone already: the first whole day kept is the one after it. A range reaching before that gets what
+    // is kept, and says from when.
+    let kept_from = Day(today.0 - i64::from(state.click_retention_days.max(1)) + 1);
     if q.from < kept_from
         && let Ok(value) = HeaderValue::from_str(&kept_from.to_iso_date())
     {

@@ -199,7 +199,24 @@ async fn fields_order_and_formats(engine: Engine) {
     }
     // Beyond the retention period (90 days by default): what is kept, and from when.
     let (s, retention, _) = ndjson(&app, &acc.key, "/api/v1/external/clicks?from=2020-01-01").await;
-    assert_eq!((s, retention), (200, Some(Day(today.0 - 90).to_iso_date())));
+    assert_eq!((s, retention), (200, Some(Day(today.0 - 89).to_iso_date())));
+    // The first whole day kept has no header; the day before it (partly pruned already) has.
+    let kept = Day(today.0 - 89).to_iso_date();
+    let (_, retention, _) = ndjson(
+        &app,
+        &acc.key,
+        &format!("/api/v1/external/clicks?from={kept}"),
+    )
+    .await;
+    assert_eq!(retention, None);
+    let partly = Day(today.0 - 90).to_iso_date();
+    let (_, retention, _) = ndjson(
+        &app,
+        &acc.key,
+        &format!("/api/v1/external/clicks?from={partly}"),
+    )
+    .await;
+    assert_eq!(retention, Some(kept));
 
     // Another account sees none of it: 404 for the link and the group, its own (empty) account export.
     let other = app.account(true).await;

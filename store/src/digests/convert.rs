@@ -36,9 +36,26 @@ async fn exists(conn: &mut AnyConnection, postgres: bool, table: &str) -> Result
 pub(crate) async fn counters_to_digests(conn: &mut AnyConnection) -> Result<(), StoreError> {
     let multi_row = MultiRow::of(conn);
     let postgres = !multi_row.anonymous;
+    if postgres {
+        // Two origins starting at once: the second waits here, then finds the tables gone (SQLite's write
+        // transaction serialises them already).
+        sqlx::query(
+            "SELECT pg_advisory_xact_lock(hashtextextended('shortlink:counters-to-digests', 0))",
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
     for (table, scope, key) in MOVES {
         if !exists(conn, postgres, table).await? {
             continue;
+        }
+        if postgres {
+            // An origin of the version before, still running in a rolling upgrade, may be adding to the counters:
+            // what it committed is moved; its later reports fail on the dropped table and are sent again by the
+            // edge (to a new origin, once the old ones are gone).
+            sqlx::query(&format!("LOCK TABLE {table} IN EXCLUSIVE MODE"))
+                .execute(&mut *conn)
+                .await?;
         }
         // A few owners at a time, so memory holds their rows only, however large the tables.
         let owner_col = key.split(',').next().unwrap_or(key);

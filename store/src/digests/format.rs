@@ -46,10 +46,12 @@ impl Dimension {
 }
 
 /// Most distinct values of one dimension in one stored digest. Visitors choose their UTM parameters and Referer, so
-/// without a bound one link's day row could be made to grow without end, and every report would rewrite it whole:
-/// the values past the bound are counted together under [`OTHER_VALUES`], which no list shows (the statistics list
-/// at most 100 values of a dimension anyway). A row then holds at most about 10 × 2,000 values.
-pub(crate) const MAX_VALUES: usize = 2_000;
+/// without a bound one link's (and its group's and account's) day row could be made to grow without end, and every
+/// report would rewrite it whole. Past the bound a digest keeps the values with the most clicks ([`Digest::cap`])
+/// and counts the others together under [`OTHER_VALUES`], which no list shows: the statistics list at most 100
+/// values of a dimension, so a flood of made-up values cannot push a real campaign with a few clicks out of them.
+/// A row then holds at most about 10 × 500 values.
+pub(crate) const MAX_VALUES: usize = 500;
 
 /// Where a digest counts the values past [`MAX_VALUES`]: never a real value (stored values hold no control
 /// character but a place's TAB), and never listed.
@@ -72,32 +74,50 @@ impl Digest {
     }
 
     /// Adds (`sign` 1) or takes out (`sign` -1) every count of `other`; values left at 0 or below are dropped (a
-    /// deleted link's clicks leave nothing behind). Adding keeps each dimension to [`MAX_VALUES`] values. Taking
-    /// out a value this digest counted under [`OTHER_VALUES`] leaves that bucket as it was: it is never listed, and
-    /// the row's clicks are counted apart, so the totals stay exact.
+    /// deleted link's clicks leave nothing behind). Adding keeps each dimension to [`MAX_VALUES`] values
+    /// ([`Digest::cap`]). Taking out a value this digest had already folded into [`OTHER_VALUES`] leaves that
+    /// bucket as it was and can leave the value's listed count of a shared row (a group's, an account's) a little
+    /// high; the rows' clicks are counted apart, so totals stay exact.
     pub(crate) fn merge(&mut self, other: &Digest, sign: i64) {
-        let mut sizes: BTreeMap<Dimension, usize> = BTreeMap::new();
+        for ((d, v), n) in &other.counts {
+            *self.counts.entry((*d, v.clone())).or_default() += sign * n;
+        }
+        self.counts.retain(|_, n| *n > 0);
         if sign > 0 {
-            for (d, _) in self.counts.keys() {
+            self.cap();
+        }
+    }
+
+    /// Keeps at most [`MAX_VALUES`] values of each dimension: those with the most clicks (ties: the smaller value),
+    /// the others' clicks added to [`OTHER_VALUES`].
+    pub(crate) fn cap(&mut self) {
+        let mut sizes: BTreeMap<Dimension, usize> = BTreeMap::new();
+        for (d, v) in self.counts.keys() {
+            if v != OTHER_VALUES {
                 *sizes.entry(*d).or_default() += 1;
             }
         }
-        for ((d, v), n) in &other.counts {
-            let key = (*d, v.clone());
-            if sign > 0 && !self.counts.contains_key(&key) {
-                let size = sizes.entry(*d).or_default();
-                if *size >= MAX_VALUES && v != OTHER_VALUES {
-                    *self
-                        .counts
-                        .entry((*d, OTHER_VALUES.to_owned()))
-                        .or_default() += n;
-                    continue;
-                }
-                *size += 1;
+        for (dimension, size) in sizes {
+            if size <= MAX_VALUES {
+                continue;
             }
-            *self.counts.entry(key).or_default() += sign * n;
+            let mut values: Vec<(String, i64)> = self
+                .counts
+                .iter()
+                .filter(|((d, v), _)| *d == dimension && v != OTHER_VALUES)
+                .map(|((_, v), n)| (v.clone(), *n))
+                .collect();
+            values.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            let mut folded = 0;
+            for (v, n) in values.drain(MAX_VALUES..) {
+                self.counts.remove(&(dimension, v));
+                folded += n;
+            }
+            *self
+                .counts
+                .entry((dimension, OTHER_VALUES.to_owned()))
+                .or_default() += folded;
         }
-        self.counts.retain(|_, n| *n > 0);
     }
 
     /// The digest's bytes.
@@ -300,38 +320,49 @@ mod tests {
     }
 
     #[test]
-    fn each_dimension_keeps_at_most_max_values() {
+    fn each_dimension_keeps_the_values_with_most_clicks() {
         let mut row = Digest::default();
+        // A real campaign with a few clicks early, then a flood of made-up values, one click each.
+        let mut real = Digest::default();
+        real.add(Dimension::UTM_SOURCE, "newsletter", 3);
+        real.add(Dimension::DEVICE, "mobile", 3);
+        row.merge(&real, 1);
         for round in 0..3 {
-            let mut report = Digest::default();
+            let mut flood = Digest::default();
             for i in 0..1_000 {
-                report.add(Dimension::UTM_SOURCE, &format!("v{}", round * 1_000 + i), 1);
+                flood.add(
+                    Dimension::UTM_SOURCE,
+                    &format!("v{:04}", round * 1_000 + i),
+                    1,
+                );
             }
-            report.add(Dimension::DEVICE, "mobile", 1_000);
-            row.merge(&report, 1);
+            flood.add(Dimension::DEVICE, "mobile", 1_000);
+            row.merge(&flood, 1);
         }
         let sources = row
             .counts
             .keys()
             .filter(|(d, _)| *d == Dimension::UTM_SOURCE);
-        // 2,000 values and the bucket of the 1,000 past them; other dimensions unaffected.
+        // MAX_VALUES values and the bucket of the rest; other dimensions unaffected; the campaign kept, exact.
         assert_eq!(sources.count(), MAX_VALUES + 1);
+        assert_eq!(row.counts[&(Dimension::UTM_SOURCE, "newsletter".into())], 3);
         assert_eq!(
             row.counts[&(Dimension::UTM_SOURCE, OTHER_VALUES.into())],
-            1_000
+            3_000 - (MAX_VALUES as i64 - 1)
         );
-        assert_eq!(row.counts[&(Dimension::DEVICE, "mobile".into())], 3_000);
-        // A value already counted is still counted as itself.
-        let mut again = Digest::default();
-        again.add(Dimension::UTM_SOURCE, "v5", 2);
-        row.merge(&again, 1);
-        assert_eq!(row.counts[&(Dimension::UTM_SOURCE, "v5".into())], 3);
+        assert_eq!(row.counts[&(Dimension::DEVICE, "mobile".into())], 3_003);
+        // A later real value with more clicks than the flood's comes in and stays.
+        let mut late = Digest::default();
+        late.add(Dimension::UTM_SOURCE, "spring", 2);
+        row.merge(&late, 1);
+        assert_eq!(row.counts[&(Dimension::UTM_SOURCE, "spring".into())], 2);
         // The bucket is never listed.
         let bytes = row.encode();
         let mut t = Tally::default();
         t.add_encoded(&bytes).unwrap();
         let top = t.top(Dimension::UTM_SOURCE, usize::MAX);
         assert_eq!(top.len(), MAX_VALUES);
+        assert_eq!(top[0], ("newsletter", 3));
         assert!(top.iter().all(|(v, _)| *v != OTHER_VALUES));
     }
 

@@ -158,7 +158,9 @@ pub(crate) async fn range(
         for d in &days {
             tally.add_encoded(d)?;
         }
-        let data = tally.to_digest().encode();
+        let mut digest = tally.to_digest();
+        digest.cap();
+        let data = digest.encode();
         let (stamp, clicks, bots) = stamps[&block];
         read.blobs.push(data.clone());
         read.built.push(Built {

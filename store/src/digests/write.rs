@@ -49,7 +49,16 @@ pub(crate) async fn add(
              RETURNING {owner} AS owner, period{group_col}, revision, data",
             keys = scope.key_columns(),
         );
-        let encoded: Vec<Vec<u8>> = chunk.iter().map(|(_, c)| c.digest.encode()).collect();
+        // A new row stores the change as it is, within the bound a merge keeps (one report can bring 1,000
+        // values, a batch of reports more).
+        let encoded: Vec<Vec<u8>> = chunk
+            .iter()
+            .map(|(_, c)| {
+                let mut d = c.digest.clone();
+                d.cap();
+                d.encode()
+            })
+            .collect();
         let mut q = sqlx::query(&sql);
         for ((key, change), data) in chunk.iter().zip(&encoded) {
             q = q.bind(key.0).bind("day").bind(key.1);
