@@ -93,7 +93,19 @@ impl Db {
         match Engine::from_url(url)? {
             Engine::Sqlite => {
                 let sqlite = || {
-                    options().after_connect(|conn, _| {
+                    options()
+                        // A caller cancelled while its `BEGIN` ran (a request whose client went away, a task
+                        // stopped) leaves its connection in a transaction that nothing will end, and sqlx still
+                        // returns it to the pool: the writer (the only one) then refused every write with
+                        // "begin_with at non-zero transaction depth", and a reader would have served one old
+                        // snapshot for ever. `BEGIN` fails inside a transaction, so such a connection is closed
+                        // here instead of reused (CI: imports::sqlite::a_dead_runners_job_is_finished_once).
+                        .after_release(|conn, _| {
+                            Box::pin(async move {
+                                Ok(conn.execute("BEGIN; ROLLBACK").await.is_ok())
+                            })
+                        })
+                        .after_connect(|conn, _| {
                         Box::pin(async move {
                             // WAL: readers never block the writer. NORMAL is durable across
                             // application crashes in WAL mode, which is what we promise.
@@ -283,5 +295,36 @@ fn sqlite_create_if_missing(url: &str) -> String {
         format!("{url}&mode=rwc")
     } else {
         format!("{url}?mode=rwc")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection returned to the pool inside a transaction (as a caller cancelled during its `BEGIN` leaves it)
+    /// is closed, not handed to the next writer or reader.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_connections_left_in_a_transaction_are_not_reused() {
+        let dir =
+            std::env::temp_dir().join(format!("shortlink-pool-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = Db::connect(&format!("sqlite://{}", dir.join("db.sqlite").display()), 1)
+            .await
+            .unwrap();
+        db.migrate().await.unwrap();
+        for pool in [&db.write, &db.read] {
+            let mut conn = pool.acquire().await.unwrap();
+            conn.execute("BEGIN").await.unwrap();
+            drop(conn);
+        }
+        // Each pool holds one connection: the next use gets the same one back, or a new one.
+        let tx = db.begin_write().await.expect("the writer begins");
+        tx.commit().await.unwrap();
+        let mut read = db.read.begin().await.unwrap();
+        sqlx::query("SELECT 1").execute(&mut *read).await.unwrap();
+        read.commit().await.unwrap();
+        db.close().await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
