@@ -794,7 +794,7 @@ async fn bench_stats_at_scale(
         account_with_links(db, url, domain_id, "stats@example.com", "s", 1).await;
     let pool = sqlx::AnyPool::connect(url).await.unwrap();
     // Zipf-like shares: value k gets a share proportional to 1 / (k + 1).
-    let split = |total: i64, values: &[String]| -> Vec<(String, i64)> {
+    fn split(total: i64, values: &[String]) -> Vec<(&str, i64)> {
         let weights: Vec<f64> = (0..values.len()).map(|k| 1.0 / (k as f64 + 1.0)).collect();
         let sum: f64 = weights.iter().sum();
         let mut counts: Vec<i64> = weights
@@ -802,8 +802,8 @@ async fn bench_stats_at_scale(
             .map(|w| (total as f64 * w / sum).floor() as i64)
             .collect();
         counts[0] += total - counts.iter().sum::<i64>();
-        values.iter().cloned().zip(counts).collect()
-    };
+        values.iter().map(String::as_str).zip(counts).collect()
+    }
     let mut countries: Vec<String> = (0..100)
         .map(|i| format!("{}{}", (b'A' + i / 26) as char, (b'A' + i % 26) as char))
         .collect();
@@ -862,7 +862,6 @@ async fn bench_stats_at_scale(
         ] {
             for (value, n) in split(total, values) {
                 if n > 0 {
-                    let value = values.iter().find(|v| **v == value).unwrap().as_str();
                     counts.push((dimension, value, n));
                 }
             }
