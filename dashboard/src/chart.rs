@@ -13,22 +13,55 @@ const TOP: i64 = 12;
 
 /// An SVG bar chart of `counts` for every day from `from` to `to` (days without clicks are zero bars).
 pub(crate) fn clicks_per_day(counts: &[DayCount], from: Day, to: Day) -> String {
-    let days: Vec<(String, i64)> = (0..=(to.0 - from.0).max(0))
+    per_day("chart", "Clicks per day", "clicks", counts, from, to)
+}
+
+/// The unique visitors of every day from `from` to `to` (`counts` hold each day's visitors).
+pub(crate) fn visitors_per_day(counts: &[DayCount], from: Day, to: Day) -> String {
+    per_day(
+        "uniques-chart",
+        "Unique visitors per day",
+        "unique visitors",
+        counts,
+        from,
+        to,
+    )
+}
+
+/// Most bars a chart draws: a longer range (the statistics take up to ten years) adds up several days per bar.
+const MAX_BARS: i64 = 120;
+
+/// A bar per day from `from` to `to` of `counts` (missing days are zero bars), `noun` naming what is counted; past
+/// [`MAX_BARS`] days, a bar per run of days (labelled with its first), so a year is a few kilobytes of SVG.
+fn per_day(id: &str, title: &str, noun: &str, counts: &[DayCount], from: Day, to: Day) -> String {
+    let span = (to.0 - from.0).max(0) + 1;
+    let per_bar = (span + MAX_BARS - 1) / MAX_BARS;
+    let by_day: std::collections::HashMap<Day, i64> =
+        counts.iter().map(|c| (c.day, c.clicks)).collect();
+    let days: Vec<(String, i64)> = (0..span)
+        .step_by(usize::try_from(per_bar).unwrap_or(1))
         .map(|i| {
-            let day = from.plus(i);
-            let clicks = counts.iter().find(|c| c.day == day).map_or(0, |c| c.clicks);
-            (day.to_iso_date(), clicks)
+            let first = from.plus(i);
+            let n = (0..per_bar.min(span - i))
+                .map(|j| by_day.get(&first.plus(j)).copied().unwrap_or(0))
+                .sum();
+            (first.to_iso_date(), n)
         })
         .collect();
     let total: i64 = days.iter().map(|(_, c)| c).sum();
     let max = days.iter().map(|(_, c)| *c).max().unwrap_or(0).max(1);
     bar_chart(
-        "chart",
-        "Clicks per day",
+        id,
+        title,
         &format!(
-            "{total} clicks from {} to {}, at most {max} on one day.",
+            "{total} {noun} from {} to {}, at most {max} {}.",
             from.to_iso_date(),
-            to.to_iso_date()
+            to.to_iso_date(),
+            if per_bar == 1 {
+                "on one day".to_owned()
+            } else {
+                format!("in one bar of {per_bar} days")
+            }
         ),
         &days,
     )
@@ -144,6 +177,29 @@ mod tests {
         // The busiest day fills the plot; an empty day has no height.
         assert!(svg.contains(&format!("height=\"{:.1}\"", (HEIGHT - TOP - BOTTOM) as f64)));
         assert!(svg.contains("height=\"0.0\""));
+    }
+
+    #[test]
+    fn a_long_range_adds_up_days_per_bar() {
+        let from = Day(20_000);
+        let to = from.plus(364);
+        let counts: Vec<DayCount> = (0..365)
+            .map(|i| DayCount {
+                day: from.plus(i),
+                clicks: 1,
+            })
+            .collect();
+        let svg = visitors_per_day(&counts, from, to);
+        // 365 days, 4 a bar: 92 bars, the last of one day.
+        assert_eq!(svg.matches("<rect").count(), 92);
+        assert!(svg.contains(&format!("{}: 4</title>", from.to_iso_date())));
+        assert!(svg.contains(&format!("{}: 1</title>", to.to_iso_date())));
+        assert!(
+            svg.contains("365 unique visitors from")
+                && svg.contains("at most 4 in one bar of 4 days"),
+            "{svg}"
+        );
+        assert!(svg.contains("<title id=\"uniques-chart-title\">Unique visitors per day</title>"));
     }
 
     #[test]

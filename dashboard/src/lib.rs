@@ -17,6 +17,7 @@ mod security;
 mod session;
 mod smart_form;
 mod smart_view;
+mod stats_view;
 mod views;
 
 pub use error::DashboardError;
@@ -108,8 +109,8 @@ pub trait WebhookTester: std::fmt::Debug + Send + Sync {
 /// merged into the origin's router.
 pub fn router(state: DashboardState) -> Router {
     use pages::{
-        activity, auth, domains, groups, imports, invitations, key, link_edit, link_export, links,
-        live, members, recovery, signup, webhooks,
+        activity, analytics, auth, domains, groups, imports, invitations, key, link_edit,
+        link_export, links, live, members, recovery, signup, webhooks,
     };
     Router::new()
         .route(
@@ -132,6 +133,16 @@ pub fn router(state: DashboardState) -> Router {
             get(links::show).post(link_edit::edit),
         )
         .route("/dashboard/links/{id}/live", get(live::live))
+        .route(
+            "/dashboard/links/{id}/clicks.csv",
+            get(analytics::link_clicks),
+        )
+        .route(
+            "/dashboard/groups/{id}/clicks.csv",
+            get(analytics::group_clicks),
+        )
+        .route("/dashboard/clicks.csv", get(analytics::account_clicks))
+        .route("/dashboard/analytics", get(analytics::index))
         .route("/dashboard/links/{id}/pause", post(links::pause))
         .route("/dashboard/links/{id}/resume", post(links::resume))
         .route(

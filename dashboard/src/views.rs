@@ -1,6 +1,7 @@
 //! The pages' templates (askama, compiled in, HTML-escaped by default) and what each one shows. Handlers fill
 //! these from the store; no template reaches the store itself.
 
+use crate::stats_view::StatsSection;
 use askama::Template;
 use axum::response::Html;
 use shortlink_store::domain::{Permission, Role};
@@ -208,6 +209,8 @@ pub(crate) struct GroupPage {
     pub(crate) domains: Vec<String>,
     pub(crate) error: Option<String>,
     pub(crate) notice: Option<&'static str>,
+    /// The clicks attributed to the group over the range asked for.
+    pub(crate) stats: StatsSection,
 }
 
 pub(crate) struct LinkItem {
@@ -287,11 +290,6 @@ pub(crate) struct LinksPage {
     pub(crate) notice: Option<&'static str>,
 }
 
-pub(crate) struct CountRow {
-    pub(crate) label: String,
-    pub(crate) clicks: i64,
-}
-
 #[derive(Template)]
 #[template(path = "link.html")]
 pub(crate) struct LinkPage {
@@ -314,15 +312,20 @@ pub(crate) struct LinkPage {
     pub(crate) smart: crate::smart_view::SmartView,
     pub(crate) error: Option<String>,
     pub(crate) notice: Option<&'static str>,
-    /// The chart, already SVG markup built from numbers and escaped labels ([`crate::chart`]).
-    pub(crate) chart: String,
-    pub(crate) total_clicks: i64,
     /// The live view: the last hour's chart per minute ([`crate::chart::clicks_per_minute`]) and its total.
     pub(crate) live_chart: String,
     pub(crate) live_text: String,
-    pub(crate) countries: Vec<CountRow>,
-    pub(crate) devices: Vec<CountRow>,
-    pub(crate) referrers: Vec<CountRow>,
+    /// The statistics over the range asked for.
+    pub(crate) stats: StatsSection,
+}
+
+#[derive(Template)]
+#[template(path = "analytics.html")]
+pub(crate) struct AnalyticsPage {
+    pub(crate) nav: Option<Nav>,
+    pub(crate) title: String,
+    /// The account's statistics over the range asked for.
+    pub(crate) stats: StatsSection,
 }
 
 #[derive(Template)]

@@ -130,6 +130,8 @@ pub fn click_event(
         utm_medium,
         utm_campaign,
         bot: false,
+        // Added after the response, by the shell, when the day's salt is at hand (crate::unique).
+        visitor: None,
     }
 }
 

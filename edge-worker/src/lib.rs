@@ -41,6 +41,7 @@ pub mod reply;
 pub mod route;
 pub mod smart;
 pub mod sync;
+pub mod unique;
 pub mod visitor;
 
 #[cfg(target_arch = "wasm32")]

@@ -56,7 +56,7 @@ struct RawPut {
 }
 
 /// Parses and checks a request body: at most [`MAX_BODY_BYTES`] and [`MAX_OPS`], keys of the KV contract
-/// (`link:`, `group:`, `domain:`, `blocklist`) within [`MAX_KEY_BYTES`], JSON object values, no key both put
+/// (`link:`, `group:`, `domain:`, `salt:`, `blocklist`) within [`MAX_KEY_BYTES`], JSON object values, no key both put
 /// and deleted. The error is a short machine-readable message for the 400 body.
 pub fn parse_batch(body: &[u8]) -> Result<Batch, String> {
     if body.len() > MAX_BODY_BYTES {
@@ -92,7 +92,7 @@ pub fn parse_batch(body: &[u8]) -> Result<Batch, String> {
 
 fn check_key(key: &str) -> Result<(), String> {
     let known = key == kv_model::BLOCKLIST_KEY
-        || ["link:", "group:", "domain:"]
+        || ["link:", "group:", "domain:", "salt:"]
             .iter()
             .any(|p| key.len() > p.len() && key.starts_with(p));
     if !known || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {

@@ -113,6 +113,10 @@ pub struct ClickEvent {
     /// (`bots`), never in the clicks or their dimensions.
     #[serde(default, skip_serializing_if = "is_false")]
     pub bot: bool,
+    /// The visitor, hashed with the day's salt ([`crate::visitor`]): the origin counts the first click of each
+    /// hash per link and day as a unique visitor. Absent when the worker had no salt or no address for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visitor: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {

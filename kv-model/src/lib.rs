@@ -11,6 +11,7 @@
 //! | [`group_key`]`(group_id)` = `group:<group_id>` | [`GroupRecord`] |
 //! | [`domain_key`]`(host)` = `domain:<host>` | [`DomainRecord`] |
 //! | [`BLOCKLIST_KEY`] = `blocklist` | [`BlocklistRecord`] |
+//! | [`salt_key`]`(day)` = `salt:<day>` | [`SaltRecord`] (unique visitors: [`visitor`]) |
 //!
 //! Fields added later within version 1 must be optional: readers ignore fields they do not know, so the origin
 //! can publish a new field before every worker understands it.
@@ -35,12 +36,14 @@ use serde::{Deserialize, Serialize, Serializer};
 
 mod click;
 mod short_code;
+pub mod visitor;
 
 pub use click::{
     ClickBatch, ClickEvent, Device, MAX_FACT_CHARS, MAX_USER_AGENT_BYTES, truncate_bytes,
     truncate_chars,
 };
 pub use link_rules::Rule;
+pub use visitor::{SaltRecord, is_visitor_hash, salt_key};
 
 pub use short_code::{
     GENERATED_ALPHABET, GENERATED_LEN, SHORT_CODE_MAX_LEN, SHORT_CODE_MIN_LEN, ShortCode,

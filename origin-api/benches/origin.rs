@@ -419,6 +419,10 @@ struct ClickLoad {
     links: usize,
     /// Whether each event carries its own id, as the worker's queue consumer sends them.
     event_ids: bool,
+    /// Unique visitors (issue 26): 0, events over the last 29 days without visitor hashes; 1, today's events
+    /// without; 2, today's events each with a visitor hash (a third of them a visitor's second or later click), the
+    /// case a day of production traffic is. 1 and 2 side by side give the hashes' cost.
+    visitors: u8,
 }
 
 /// xorshift64*: a fixed, dependency-free sequence, so every run ingests the same events.
@@ -561,7 +565,13 @@ async fn bench_ingest(
     // As the worker reports them: each report holds the clicks of a short window, and the reports follow each
     // other through the last 29 days (all of it in the statistics' default range).
     let reports = load.events.div_ceil(REPORT_EVENTS);
-    let span_ms = 29 * 86_400_000;
+    let span_ms = if load.visitors == 0 {
+        29 * 86_400_000
+    } else {
+        // Since midnight (UTC): the day whose visitors are counted.
+        (now_ms % 86_400_000).max(60_000)
+    };
+    let visitors = (load.events * 2 / 3).max(1);
     let window_ms = (span_ms / reports as i64).max(1);
     // Built before the clock starts: the client's JSON work is not the origin's.
     let bodies: Vec<String> = (0..reports)
@@ -601,6 +611,9 @@ async fn bench_ingest(
                     if load.event_ids {
                         event["id"] = uuid::Uuid::new_v4().simple().to_string().into();
                     }
+                    if load.visitors == 2 {
+                        event["visitor"] = format!("{:032x}", seq.next(visitors)).into();
+                    }
                     event
                 })
                 .collect();
@@ -622,7 +635,14 @@ async fn bench_ingest(
         what: format!(
             "click reports: {} events{} in reports of {REPORT_EVENTS}, {concurrency} in flight, over {} links and 4 groups",
             load.events,
-            if load.event_ids { " with ids" } else { "" },
+            match (load.event_ids, load.visitors) {
+                (false, 0) => "",
+                (true, 0) => " with ids",
+                (false, 1) => " (today)",
+                (true, 1) => " with ids (today)",
+                (false, _) => " with visitor hashes (today)",
+                (true, _) => " with ids and visitor hashes (today)",
+            },
             load.links
         ),
         value: format!(
@@ -649,6 +669,16 @@ async fn bench_ingest(
     let counted = body["total"].as_u64().unwrap() + body["bots"].as_u64().unwrap();
     assert_eq!(counted, load.events as u64, "{body}");
     assert!(body["bots"].as_u64().unwrap() > 0, "{body}");
+    let uniques = body["unique_visitors"].as_u64().unwrap();
+    if load.visitors == 2 {
+        // At most one per visitor and link, and some visitors came back.
+        assert!(
+            uniques > 0 && uniques < body["total"].as_u64().unwrap(),
+            "{body}"
+        );
+    } else {
+        assert_eq!(uniques, 0, "{body}");
+    }
 
     for (label, path) in [
         ("account stats, 30 days", "stats".to_owned()),
@@ -1021,6 +1051,7 @@ fn main() {
         events: env_usize("BENCH_CLICK_EVENTS", 200_000),
         links: env_usize("BENCH_CLICK_LINKS", 1_000).max(1),
         event_ids: env_usize("BENCH_EVENT_IDS", 0) == 1,
+        visitors: u8::try_from(env_usize("BENCH_VISITORS", 0).min(2)).unwrap_or(0),
     };
     let stats_clicks = env_usize("BENCH_STATS_CLICKS", 10_000_000);
     let export_events = env_usize("BENCH_EXPORT_EVENTS", 1_000_000);

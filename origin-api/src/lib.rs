@@ -10,4 +10,5 @@ pub mod imports;
 pub mod publisher;
 pub mod retention;
 pub mod startup;
+pub mod visitor_salts;
 pub mod webhooks;

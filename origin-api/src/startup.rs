@@ -429,6 +429,11 @@ impl Application {
                 stopped.clone(),
             ))
         });
+        let salts = tokio::spawn(crate::visitor_salts::run(
+            db.clone(),
+            self.state.publisher.wake.clone(),
+            stopped.clone(),
+        ));
         let retention = tokio::spawn(crate::retention::run(
             db.clone(),
             self.retention,
@@ -500,6 +505,7 @@ impl Application {
             let _ = p.await;
         }
         let _ = retention.await;
+        let _ = salts.await;
         let _ = webhooks.await;
         if let Some(i) = imports {
             let _ = i.await;

@@ -4,7 +4,7 @@
 //! raw events' retention. A value a deleted link's clicks were taken out of is gone: counts of 0 are not listed.
 
 use crate::digests::format::Tally;
-use crate::digests::read::{range, store_blocks};
+use crate::digests::read::{DayFigures, range, store_blocks};
 use crate::digests::{Dimension, Scope};
 use crate::domain::Day;
 use crate::error::StoreError;
@@ -94,6 +94,11 @@ pub struct ClickStats {
     pub bots: i64,
     /// Days with bots, oldest first.
     pub bots_by_day: Vec<DayCount>,
+    /// Unique visitors over the range: the sum of each day's (a visitor is counted once per link per UTC day, so
+    /// one who comes back on another day, or to another link, counts again).
+    pub unique_visitors: i64,
+    /// Days with unique visitors, oldest first (`clicks` holds the day's unique visitors).
+    pub uniques_by_day: Vec<DayCount>,
 }
 
 /// The digests of a scope.
@@ -190,21 +195,23 @@ impl Db {
         }
         let tally = read.tally()?;
         let top = TOP_VALUES as usize;
-        let per_day = |count: fn(&(i64, i64, i64)) -> i64| -> Vec<DayCount> {
+        let per_day = |count: fn(&DayFigures) -> i64| -> Vec<DayCount> {
             read.days
                 .iter()
                 .filter(|d| count(d) > 0)
                 .map(|d| DayCount {
-                    day: Day(d.0),
+                    day: Day(d.day),
                     clicks: count(d),
                 })
                 .collect()
         };
         Ok(Some(ClickStats {
-            total: read.days.iter().map(|d| d.1).sum(),
-            bots: read.days.iter().map(|d| d.2).sum(),
-            by_day: per_day(|d| d.1),
-            bots_by_day: per_day(|d| d.2),
+            total: read.days.iter().map(|d| d.clicks).sum(),
+            bots: read.days.iter().map(|d| d.bots).sum(),
+            unique_visitors: read.days.iter().map(|d| d.uniques).sum(),
+            by_day: per_day(|d| d.clicks),
+            bots_by_day: per_day(|d| d.bots),
+            uniques_by_day: per_day(|d| d.uniques),
             by_country: listed(&tally, Dimension::COUNTRY, top),
             by_device: listed(&tally, Dimension::DEVICE, top),
             by_referrer: listed(&tally, Dimension::REFERRER, top),

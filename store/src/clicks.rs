@@ -19,11 +19,12 @@ use crate::domain::{ClickBatchId, Day, Micros};
 use crate::error::{StoreError, is_unique_violation};
 use crate::outbox;
 use crate::sql_chunks::{MultiRow, in_lists};
+use crate::unique_visitors::{VisitorKey, countable_day, first_visits};
 use crate::user_agent;
 use crate::webhooks::{self, EventType};
 use kv_model::{
-    ClickEvent, MAX_FACT_CHARS, MAX_USER_AGENT_BYTES, SHORT_CODE_MAX_LEN, truncate_bytes,
-    truncate_chars,
+    ClickEvent, MAX_FACT_CHARS, MAX_USER_AGENT_BYTES, SHORT_CODE_MAX_LEN, is_visitor_hash,
+    truncate_bytes, truncate_chars,
 };
 use sqlx::{AnyConnection, Row};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -76,6 +77,8 @@ pub(crate) struct Event {
     /// The event's own id, when the sender gave one ([`MAX_EVENT_ID`] printable ASCII characters at most; another
     /// id counts as none).
     id: Option<String>,
+    /// The visitor's hash for the day ([`kv_model::visitor`]); anything else counts as none.
+    visitor: Option<String>,
 }
 
 impl Event {
@@ -139,6 +142,7 @@ impl Event {
                 })
                 .map(|h| h.to_ascii_lowercase()),
             device: e.device.as_str(),
+            visitor: e.visitor.filter(|v| is_visitor_hash(v)),
             id: e.id.filter(|id| {
                 !id.is_empty()
                     && id.len() <= MAX_EVENT_ID
@@ -313,18 +317,19 @@ async fn insert_events(
     multi_row: MultiRow,
     targets: &[Target],
     clicks: &[(usize, &Event)],
+    first: &[Option<bool>],
 ) -> Result<(), StoreError> {
-    let mut rest = clicks;
-    for n in multi_row.chunks(clicks.len(), 14) {
-        let (chunk, tail) = rest.split_at(n);
-        rest = tail;
+    let rows: Vec<(&(usize, &Event), Option<i64>)> = clicks
+        .iter()
+        .zip(first.iter().map(|f| f.map(i64::from)))
+        .collect();
+    for (chunk, values) in multi_row.split(&rows, 15) {
         let sql = format!(
             "INSERT INTO clicks (account_id, link_id, group_id, at, country, referer_host, device, \
-             browser, os, region, city, utm_source, utm_medium, utm_campaign) VALUES {}",
-            multi_row.values(n, 14)
+             browser, os, region, city, utm_source, utm_medium, utm_campaign, first_visit) VALUES {values}"
         );
         let mut q = sqlx::query(&sql);
-        for (t, e) in chunk {
+        for ((t, e), first_visit) in chunk {
             let target = &targets[*t];
             q = q
                 .bind(target.account_id.as_str())
@@ -340,7 +345,8 @@ async fn insert_events(
                 .bind(e.city.as_deref())
                 .bind(e.utm_source.as_deref())
                 .bind(e.utm_medium.as_deref())
-                .bind(e.utm_campaign.as_deref());
+                .bind(e.utm_campaign.as_deref())
+                .bind(*first_visit);
         }
         q.execute(&mut *conn).await?;
     }
@@ -514,6 +520,7 @@ async fn count(
     multi_row: MultiRow,
     targets: &[Target],
     clicks: &[(usize, &Event)],
+    first: &[Option<bool>],
     bots: &[(usize, &Event)],
 ) -> Result<(), StoreError> {
     let mut links: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
@@ -521,9 +528,10 @@ async fn count(
     let mut accounts: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
     let all = clicks
         .iter()
-        .map(|c| (c, false))
-        .chain(bots.iter().map(|b| (b, true)));
-    for ((t, e), bot) in all {
+        .zip(first)
+        .map(|(c, first)| (c, false, *first == Some(true)))
+        .chain(bots.iter().map(|b| (b, true, false)));
+    for ((t, e), bot, first_visit) in all {
         let target = &targets[*t];
         let mut keys = vec![
             (&mut groups, (target.group_id.as_str(), e.day.0, "")),
@@ -542,6 +550,7 @@ async fn count(
                 continue;
             }
             change.clicks += 1;
+            change.uniques += i64::from(first_visit);
             for (dimension, value) in dimensions(e) {
                 change.digest.add(dimension, value, 1);
             }
@@ -640,12 +649,41 @@ pub(crate) async fn record_reports(
         ));
         stored.push(before..clicks.len());
     }
-    insert_events(conn, multi_row, &targets.list, &clicks).await?;
+    let first = first_visit_of_each(conn, multi_row, &targets.list, &clicks).await?;
+    insert_events(conn, multi_row, &targets.list, &clicks, &first).await?;
     let bots = bots_of_existing_links(conn, multi_row, &targets.list, bots).await?;
     add_to_link_totals(conn, multi_row, &targets.list, &clicks).await?;
-    count(conn, multi_row, &targets.list, &clicks, &bots).await?;
+    count(conn, multi_row, &targets.list, &clicks, &first, &bots).await?;
     emit_clicked(conn, &targets.list, &clicks, &stored).await?;
     Ok(outcomes)
+}
+
+/// Whether each click was its visitor's first of the day on its link ([`crate::unique_visitors`]): `None` without
+/// a visitor hash or once the day's hashes are gone; of a visitor's clicks in this call, only the first can be.
+async fn first_visit_of_each(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    targets: &[Target],
+    clicks: &[(usize, &Event)],
+) -> Result<Vec<Option<bool>>, StoreError> {
+    let now = Micros::now();
+    let keys: Vec<Option<VisitorKey<'_>>> = clicks
+        .iter()
+        .map(|(t, e)| {
+            let visitor = e.visitor.as_deref()?;
+            let target = &targets[*t];
+            let owner = target.link_id.as_deref().unwrap_or(&target.group_id);
+            countable_day(e.day.0, now).then_some((e.day.0, owner, visitor))
+        })
+        .collect();
+    if keys.iter().all(Option::is_none) {
+        return Ok(vec![None; clicks.len()]);
+    }
+    let mut new = first_visits(conn, multi_row, keys.iter().flatten().copied().collect()).await?;
+    Ok(keys
+        .into_iter()
+        .map(|key| key.map(|k| new.remove(&k)))
+        .collect())
 }
 
 /// The webhooks' `link.clicked` events: one per persistent link per report (`reports`: each report's range of

@@ -50,6 +50,7 @@ mod rate_limit;
 mod signup;
 mod sql_chunks;
 mod tags;
+mod unique_visitors;
 mod user_agent;
 mod web_auth;
 mod webhooks;
@@ -102,6 +103,7 @@ pub use publishing::OutboxLag;
 pub use rate_limit::{RATE_LIMIT, RateLimitState, RateWindow};
 pub use signup::SignUp;
 pub use tags::TagCount;
+pub use unique_visitors::SaltRotation;
 pub use web_auth::{
     AccountChoice, NewSession, PasswordCheck, SESSION_ABSOLUTE_MICROS, SESSION_IDLE_MICROS,
     SessionAccount, SessionUser, SignIn,

@@ -131,30 +131,34 @@ async fn forget_clicks(
     link_id: &str,
 ) -> Result<(), StoreError> {
     let rows = sqlx::query(
-        "SELECT period, group_id, clicks, bots, data FROM link_click_digests WHERE link_id = $1 AND span = 'day'",
+        "SELECT period, group_id, clicks, bots, uniques, data FROM link_click_digests \
+         WHERE link_id = $1 AND span = 'day'",
     )
     .bind(link_id)
     .fetch_all(&mut *conn)
     .await?;
-    let mut days: Vec<(i64, String, (i64, i64), Digest)> = Vec::with_capacity(rows.len());
+    // Each day row of the link: its day, the group its clicks went to, and what it added there.
+    let mut days: Vec<(i64, String, Change)> = Vec::with_capacity(rows.len());
     for r in rows {
-        days.push((
-            r.try_get("period")?,
-            r.try_get("group_id")?,
-            (r.try_get("clicks")?, r.try_get("bots")?),
-            Digest::decode(&r.try_get::<Vec<u8>, _>("data")?)?,
-        ));
+        let change = Change {
+            clicks: r.try_get("clicks")?,
+            bots: r.try_get("bots")?,
+            uniques: r.try_get("uniques")?,
+            digest: Digest::decode(&r.try_get::<Vec<u8>, _>("data")?)?,
+        };
+        days.push((r.try_get("period")?, r.try_get("group_id")?, change));
     }
     let mut groups: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
     let mut accounts: BTreeMap<DayKey<'_>, Change> = BTreeMap::new();
-    for (day, group, (clicks, bots), digest) in &days {
+    for (day, group, day_change) in &days {
         for change in [
             groups.entry((group.as_str(), *day, "")).or_default(),
             accounts.entry((account_id, *day, "")).or_default(),
         ] {
-            change.clicks += clicks;
-            change.bots += bots;
-            change.digest.merge(digest, 1);
+            change.clicks += day_change.clicks;
+            change.bots += day_change.bots;
+            change.uniques += day_change.uniques;
+            change.digest.merge(&day_change.digest, 1);
         }
     }
     let multi_row = MultiRow::of(conn);

@@ -6,7 +6,9 @@ use crate::error::StoreError;
 use crate::link_options::stored_rules;
 use crate::outbox::enqueue;
 use crate::pool::Db;
-use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord, Preview};
+use kv_model::{
+    BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord, Preview, SaltRecord,
+};
 use link_rules::{Conditions, Os, Rule};
 use sqlx::{AnyConnection, Row};
 
@@ -43,8 +45,8 @@ pub struct OutboxLag {
 }
 
 impl Db {
-    /// Enqueues every key of the edge read model (all links, groups and domains, and the
-    /// blocklist), for a fresh KV namespace or a local edge that starts empty. Returns the count.
+    /// Enqueues every key of the edge read model (all links, groups and domains, the
+    /// blocklist and the visitor salts), for a fresh KV namespace or a local edge that starts empty. Returns the count.
     pub async fn republish_all(&self) -> Result<usize, StoreError> {
         let mut tx = self.begin_write().await?;
         let mut keys = vec![BLOCKLIST_KEY.to_owned()];
@@ -59,6 +61,12 @@ impl Db {
             .await?
         {
             keys.push(kv_model::group_key(&r.try_get::<String, _>("id")?));
+        }
+        for r in sqlx::query("SELECT day FROM visitor_salts")
+            .fetch_all(&mut *tx)
+            .await?
+        {
+            keys.push(kv_model::salt_key(r.try_get("day")?));
         }
         let links = sqlx::query(
             "SELECT d.host, l.short_code FROM links l JOIN domains d ON d.id = l.domain_id",
@@ -183,6 +191,15 @@ impl Db {
                 row.try_get("fallback_url")?,
             );
             return json(serde_json::to_string(&record)).map(Some);
+        }
+        if let Some(day) = key.strip_prefix("salt:") {
+            let Ok(day) = day.parse::<i64>() else {
+                return Ok(None);
+            };
+            return match self.salt_record(day).await? {
+                Some(salt) => json(serde_json::to_string(&SaltRecord::new(salt))).map(Some),
+                None => Ok(None),
+            };
         }
         if let Some(rest) = key.strip_prefix("link:") {
             let Some((host, code)) = rest.rsplit_once(':') else {

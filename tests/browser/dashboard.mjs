@@ -698,12 +698,20 @@ try {
   await edgeRedirects(`/${code}`, landing, "a resumed link redirects again");
 
   // -------------------------------------------------------------------------------------------------------------
-  step("clicks: three visits from Germany, from a news site");
-  const VISITS = 3;
+  step("clicks: three visits from Munich, from a news site, by two visitors; one from an iPhone with a campaign");
+  const VISITS = 4;
   const referrer = "https://news.example.org/x";
-  for (let i = 0; i < VISITS; i++) {
-    const v = await visitEdge(`/${code}`, { "CF-IPCountry": "DE", Referer: referrer });
-    assert.ok([302, 307].includes(v.status) && v.location === landing, `visit ${i + 1}: ${JSON.stringify(v)}`);
+  const place = { "CF-IPCountry": "DE", "CF-Region": "Bavaria", "CF-IPCity": "Munich", Referer: referrer };
+  const IPHONE = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    + "Version/18.1 Mobile/15E148 Safari/604.1";
+  for (const [path, headers] of [
+    [`/${code}`, { ...place, "CF-Connecting-IP": "198.51.100.1" }],
+    [`/${code}`, { ...place, "CF-Connecting-IP": "198.51.100.2" }],
+    [`/${code}`, { ...place, "CF-Connecting-IP": "198.51.100.2" }],
+    [`/${code}?utm_source=newsletter&utm_campaign=spring`, { ...place, "CF-Connecting-IP": "198.51.100.2", "User-Agent": IPHONE }],
+  ]) {
+    const v = await visitEdge(path, headers);
+    assert.ok([302, 307].includes(v.status) && v.location.startsWith(landing), `visit ${path}: ${JSON.stringify(v)}`);
   }
 
   step("the link's page: QR code, chart, tables");
@@ -721,7 +729,10 @@ try {
   }
   const chart = page.getByRole("img", { name: "Clicks per day" });
   assert.equal(await chart.count(), 1, "the chart, named Clicks per day");
-  for (const caption of ["By country", "By device", "By referrer"]) await tableRows(page, caption);
+  assert.equal(await page.getByRole("img", { name: "Unique visitors per day" }).count(), 1, "the visitors' chart");
+  const CAPTIONS = ["By country", "By region", "By city", "By device", "By browser", "By OS", "By referrer",
+    "By UTM source", "By UTM medium", "By UTM campaign"];
+  for (const caption of CAPTIONS) await tableRows(page, caption);
   // The worker reports clicks after the redirect; reload until the page counts them. The chart's accessible name
   // is its title and its description, which gives the total.
   await poll(
@@ -732,16 +743,58 @@ try {
     `the chart says ${VISITS} clicks`,
     { ms: CLICKS_MS },
   );
-  await expectText(page, `${VISITS} in 30 days`);
   const countries = await tableRows(page, "By country");
   assert.deepEqual(countries, [["DE", String(VISITS)]], "clicks by country");
   const devices = await tableRows(page, "By device");
-  assert.equal(devices.length, 1, `one device kind: ${JSON.stringify(devices)}`);
-  assert.equal(devices[0][1], String(VISITS), `clicks by device: ${JSON.stringify(devices)}`);
+  assert.deepEqual(devices, [["desktop", "3"], ["mobile", "1"]], "clicks by device");
   const referrers = await tableRows(page, "By referrer");
   assert.equal(referrers.length, 1, `one referrer: ${JSON.stringify(referrers)}`);
   assert.ok(referrers[0][0].includes("news.example.org"), `the referrer's site: ${JSON.stringify(referrers)}`);
+  assert.deepEqual(await tableRows(page, "By browser"), [["chrome", "3"], ["safari", "1"]], "clicks by browser");
+  assert.deepEqual(await tableRows(page, "By OS"), [["windows", "3"], ["ios", "1"]], "clicks by OS");
+  assert.deepEqual(await tableRows(page, "By region"), [["Bavaria, DE", String(VISITS)]], "clicks by region");
+  assert.deepEqual(await tableRows(page, "By city"), [["Munich, DE", String(VISITS)]], "clicks by city");
+  assert.deepEqual(await tableRows(page, "By UTM source"), [["None", "3"], ["newsletter", "1"]], "utm_source");
+  assert.deepEqual(await tableRows(page, "By UTM campaign"), [["None", "3"], ["spring", "1"]], "utm_campaign");
+  // Two addresses with one browser, and the second address again with an iPhone: three visitors.
+  assert.equal((await page.locator("#stats-total").textContent()).trim(), String(VISITS), "the total");
+  await poll(async () => {
+    await page.reload();
+    return (await page.locator("#stats-uniques").textContent()).trim() === "3";
+  }, "three unique visitors", { ms: CLICKS_MS });
+  assert.equal((await page.locator("#stats-bots").textContent()).trim(), "0", "no bots");
   await shoot(page, "link");
+
+  step("the link's page: a date range (From, To, Apply) and Export clicks");
+  const todayIso = new Date().toISOString().slice(0, 10);
+  await page.getByLabel("From", { exact: true }).fill("2020-01-01");
+  await page.getByLabel("To", { exact: true }).fill("2020-01-31");
+  await page.getByRole("button", { name: "Apply", exact: true }).click();
+  await page.waitForURL(/from=2020-01-01&to=2020-01-31$/);
+  assert.equal((await page.locator("#stats-total").textContent()).trim(), "0", "no clicks in January 2020");
+  assert.deepEqual(await tableRows(page, "By country"), [["No clicks yet"]], "an empty range's tables");
+  // A range the API refuses: its message, and the last 30 days instead.
+  await page.getByLabel("From", { exact: true }).fill(todayIso);
+  await page.getByLabel("To", { exact: true }).fill("2020-01-31");
+  await page.getByRole("button", { name: "Apply", exact: true }).click();
+  await page.waitForURL(/to=2020-01-31$/);
+  await expectText(page, "from must not be after to. Showing the last 30 days.");
+  assert.equal((await page.locator("#stats-total").textContent()).trim(), String(VISITS), "the default range again");
+  await page.getByLabel("From", { exact: true }).fill(todayIso);
+  await page.getByLabel("To", { exact: true }).fill(todayIso);
+  await page.getByRole("button", { name: "Apply", exact: true }).click();
+  await page.waitForURL(new RegExp(`from=${todayIso}&to=${todayIso}$`));
+  assert.equal((await page.locator("#stats-total").textContent()).trim(), String(VISITS), "today's clicks");
+  await shoot(page, "link-range");
+  const exportHref = await page.getByRole("link", { name: "Export clicks", exact: true }).getAttribute("href");
+  const exported = await page.request.get(new URL(exportHref, DASHBOARD_URL).toString());
+  assert.equal(exported.status(), 200, "Export clicks answers 200");
+  assert.ok(exported.headers()["content-type"].startsWith("text/csv"), "as CSV");
+  const csvLines = (await exported.text()).trim().split("\r\n");
+  assert.equal(csvLines[0], "at,link_id,country,region,city,device,browser,os,referer_host,utm_source,utm_medium,utm_campaign,unique");
+  assert.equal(csvLines.length, 1 + VISITS, `a row per click: ${csvLines.join(" | ")}`);
+  assert.deepEqual(csvLines.slice(1).map((l) => l.split(",").pop()).sort(), ["false", "true", "true", "true"], "first visits");
+  assert.ok(csvLines.slice(1).every((l) => l.includes(",DE,Bavaria,Munich,")), "each row's place");
 
   step("the link's page: the Live panel counts new visits without a reload");
   assert.equal(await page.getByRole("img", { name: /^Clicks per minute/ }).count(), 1, "the live chart, named Clicks per minute");
@@ -765,6 +818,20 @@ try {
   await page.goto(new URL("/dashboard/", DASHBOARD_URL).toString());
   const today = Number((await page.locator("#today-clicks strong").textContent()).trim());
   assert.ok(today >= VISITS + MORE, `the Links page shows today's clicks: ${today}`);
+
+  step("the account's Analytics page and the group's page: the same statistics, every dimension");
+  await nav(page, "Analytics").click();
+  await expectHeading(page, "Analytics");
+  const accountTotal = Number((await page.locator("#stats-total").textContent()).trim());
+  assert.ok(accountTotal >= VISITS + MORE, `the account's clicks: ${accountTotal}`);
+  for (const caption of CAPTIONS) await tableRows(page, caption);
+  assert.ok((await tableRows(page, "By city")).some(([city]) => city === "Munich, DE"), "the account's cities");
+  await shoot(page, "analytics");
+  await nav(page, "Groups").click();
+  await page.getByRole("link", { name: "Default", exact: true }).first().click();
+  await page.waitForURL(/\/dashboard\/groups\/[0-9a-f-]{36}$/);
+  assert.equal(Number((await page.locator("#stats-total").textContent()).trim()), accountTotal, "the default group's");
+  assert.equal(await page.getByRole("link", { name: "Export clicks", exact: true }).count(), 1, "the group's export");
   await page.goto(linkPageUrl);
 
   step("the link's page: edit the destination");

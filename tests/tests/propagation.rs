@@ -758,6 +758,94 @@ async fn clicks_flow_back_into_link_stats() {
     );
 }
 
+/// Unique visitors (issue 26) through the real worker and origin: the worker hashes each counted visitor (address
+/// from `CF-Connecting-IP`, User-Agent, link) with the day's salt the origin published to KV, and the origin counts
+/// a hash once per link and day. Same visitor twice = 1; two User-Agents on one address = 2; two addresses with
+/// one User-Agent = 2; the same visitor on another link counts there. A request that sends no `CF-Connecting-IP`
+/// still has one here: the local runtime, as Cloudflare does, gives every request the address it came from
+/// (loopback), so it is one more visitor. Only hashes are stored (never the address), and only until the day's salt
+/// goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unique_visitors_are_counted_from_hashes_made_at_the_edge() {
+    let s = stack().await;
+    let api = s.origin.api(&s.account);
+    let tracked = s.db.group(
+        &s.account,
+        "tracked",
+        json!({"analytics": {"enabled": true}}),
+    );
+    let a = api.link("https://dest.example/a", Some(&tracked.id)).await;
+    let b = api.link("https://dest.example/b", Some(&tracked.id)).await;
+    // The links, their group and the day's salt (published at the origin's start) are in KV.
+    outbox_drained(&s.origin).await;
+    let other_ua = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 \
+                    (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
+    let visits: [(&Value, Option<&str>, &str); 6] = [
+        (&a, Some("198.51.100.7"), BROWSER_UA),
+        (&a, Some("198.51.100.7"), BROWSER_UA),
+        (&a, Some("198.51.100.7"), other_ua),
+        (&a, Some("2001:db8::1"), BROWSER_UA),
+        (&b, Some("198.51.100.7"), BROWSER_UA),
+        (&a, None, BROWSER_UA),
+    ];
+    for (link, address, ua) in visits {
+        let mut headers = vec![("User-Agent", ua)];
+        if let Some(address) = address {
+            headers.push(("CF-Connecting-IP", address));
+        }
+        let v = s.worker.visit(HOST, &code(link), &headers).await;
+        assert_eq!(v.status, 302);
+    }
+    eventually(
+        Duration::from_secs(10),
+        "every click in the stats",
+        || async {
+            api.stats(&id(&a)).await["total"] == 5 && api.stats(&id(&b)).await["total"] == 1
+        },
+    )
+    .await;
+    let stats_a = api.stats(&id(&a)).await;
+    assert_eq!(stats_a["unique_visitors"], 4, "{stats_a}");
+    assert_eq!(stats_a["by_day"][0]["unique_visitors"], 4, "{stats_a}");
+    assert_eq!(api.stats(&id(&b)).await["unique_visitors"], 1);
+    let group = api
+        .call(
+            Method::GET,
+            &format!("groups/{}/stats", tracked.id),
+            None,
+            200,
+        )
+        .await;
+    assert_eq!(
+        (&group["total"], &group["unique_visitors"]),
+        (&json!(6), &json!(5))
+    );
+
+    // What is stored: a first-visit flag per raw event, hashes of 32 hex characters for today only, no address.
+    let firsts = s.db.query(&format!(
+        "SELECT COALESCE(CAST(first_visit AS TEXT), 'null') FROM clicks WHERE link_id = '{}' ORDER BY at, id",
+        id(&a)
+    ));
+    let mut firsts: Vec<&str> = firsts.lines().collect();
+    // Clicks reported in one batch share nothing but their order of arrival; the flags as a multiset.
+    firsts.sort_unstable();
+    assert_eq!(firsts, ["0", "1", "1", "1", "1"]);
+    let hashes = s.db.query("SELECT owner, visitor FROM day_visitors");
+    assert_eq!(hashes.lines().count(), 5, "{hashes}");
+    for line in hashes.lines() {
+        let visitor = line.rsplit('|').next().unwrap();
+        assert!(
+            visitor.len() == 32 && visitor.bytes().all(|c| c.is_ascii_hexdigit()),
+            "{line}"
+        );
+    }
+    let dump = s.db.query("SELECT * FROM clicks");
+    assert!(
+        !dump.contains("198.51.100.7") && !dump.contains("2001:db8"),
+        "no address is stored: {dump}"
+    );
+}
+
 // Issue 12 at the edge: every change the management API or the operator makes to a live link or group changes
 // what visitors get, through the publisher, within PROPAGATION.
 

@@ -11,11 +11,11 @@ use crate::views::{
     Abilities, ConfirmPage, GroupItem, GroupPage, GroupsPage, SettingsForm, render,
 };
 use axum::Form;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use shortlink_store::domain::{GroupSettings, Permission};
-use shortlink_store::{GroupRow, StoreError};
+use shortlink_store::{GroupRow, StatsScope, StoreError};
 
 async fn groups_page(
     state: &DashboardState,
@@ -132,7 +132,18 @@ async fn group_page(
     settings: SettingsForm,
     error: Option<String>,
     notice: Option<&'static str>,
+    range: Option<&str>,
 ) -> Result<GroupPage, DashboardError> {
+    let page = format!("/dashboard/groups/{}", group.id);
+    let stats = super::analytics::section(
+        state,
+        user,
+        StatsScope::Group(&group.id),
+        range,
+        &page,
+        &format!("{page}/clicks.csv"),
+    )
+    .await?;
     let domains = state
         .db
         .enabled_domains(&user.account.account_id)
@@ -158,6 +169,7 @@ async fn group_page(
         domains,
         error,
         notice,
+        stats,
     })
 }
 
@@ -167,13 +179,23 @@ pub(crate) async fn show(
     user: SignedIn,
     Path(id): Path<String>,
     Query(done): Query<Done>,
+    RawQuery(range): RawQuery,
 ) -> Result<Response, DashboardError> {
     let group = own_group(&state, &user, &id).await?;
     let settings = settings_form(&group.settings);
-    Ok(
-        render(&group_page(&state, &user, group, settings, None, done.notice()).await?)
-            .into_response(),
+    Ok(render(
+        &group_page(
+            &state,
+            &user,
+            group,
+            settings,
+            None,
+            done.notice(),
+            range.as_deref(),
+        )
+        .await?,
     )
+    .into_response())
 }
 
 /// The form as the store's settings: built as the settings JSON and read by [`GroupSettings::parse`], so the
@@ -271,7 +293,7 @@ pub(crate) async fn save_settings(
         interstitial: form.interstitial.clone(),
         analytics: form.analytics.is_some(),
     };
-    let page = group_page(&state, &user, group, typed, Some(message), None).await?;
+    let page = group_page(&state, &user, group, typed, Some(message), None, None).await?;
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)).into_response())
 }
 

@@ -63,7 +63,7 @@ async fn again(
     error: Option<String>,
     status: StatusCode,
 ) -> Result<Response, DashboardError> {
-    let page = link_page(state, user, link, Some(typed), error, None).await?;
+    let page = link_page(state, user, link, Some(typed), error, None, None).await?;
     Ok((status, render(&page)).into_response())
 }
 

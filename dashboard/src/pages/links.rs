@@ -11,24 +11,18 @@ use crate::forms::{CsrfOnly, LinkForm, ListParams};
 use crate::session::SignedIn;
 use crate::smart_view::SmartView;
 use crate::views::{
-    Abilities, Choice, ConfirmPage, CountRow, CreateForm, LinkItem, LinkPage, LinksPage, TagChip,
-    render,
+    Abilities, Choice, ConfirmPage, CreateForm, LinkItem, LinkPage, LinksPage, TagChip, render,
 };
 use axum::Form;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use link_qr::{Format, QrRequest};
-use shortlink_store::domain::{Day, LongUrl, Micros, Permission, ShortCode};
-use shortlink_store::{
-    CreateLink, Creator, LinkPatch, ListedLink, StatsScope, StoreError, ValueCount,
-};
+use shortlink_store::domain::{LongUrl, Micros, Permission, ShortCode};
+use shortlink_store::{CreateLink, Creator, LinkPatch, ListedLink, StatsScope, StoreError};
 
 /// Links per page (the number).
 const PAGE_SIZE: u32 = 20;
-/// Days in the link page's chart.
-const CHART_DAYS: i64 = 30;
-
 /// Active, Paused or Expired: what a visitor gets now.
 fn status(link: &ListedLink) -> &'static str {
     let expired = link
@@ -297,16 +291,6 @@ pub(super) async fn own_link(
     Ok(state.db.get_link(&user.account.account_id, &id).await?)
 }
 
-fn rows(values: &[ValueCount], unknown: &str) -> Vec<CountRow> {
-    values
-        .iter()
-        .map(|v| CountRow {
-            label: v.value.clone().unwrap_or_else(|| unknown.to_owned()),
-            clicks: v.clicks,
-        })
-        .collect()
-}
-
 pub(super) async fn link_page(
     state: &DashboardState,
     user: &SignedIn,
@@ -314,19 +298,18 @@ pub(super) async fn link_page(
     typed: Option<Typed>,
     error: Option<String>,
     notice: Option<&'static str>,
+    range: Option<&str>,
 ) -> Result<LinkPage, DashboardError> {
-    let to = Day::today();
-    let from = to.plus(-(CHART_DAYS - 1));
-    let stats = state
-        .db
-        .click_stats(
-            &user.account.account_id,
-            StatsScope::Link(&link.id),
-            from,
-            to,
-        )
-        .await?
-        .ok_or(DashboardError::NotFound)?;
+    let page = format!("/dashboard/links/{}", link.id);
+    let stats = super::analytics::section(
+        state,
+        user,
+        StatsScope::Link(&link.id),
+        range,
+        &page,
+        &format!("{page}/clicks.csv"),
+    )
+    .await?;
     let live = state
         .db
         .link_last_hour(&user.account.account_id, &link.id, Micros::now())
@@ -363,13 +346,9 @@ pub(super) async fn link_page(
         smart,
         error,
         notice,
-        chart: chart::clicks_per_day(&stats.by_day, from, to),
-        total_clicks: stats.total,
         live_chart: chart::clicks_per_minute(&live),
         live_text: super::live::live_text(live.total),
-        countries: rows(&stats.by_country, "Unknown"),
-        devices: rows(&stats.by_device, "Unknown"),
-        referrers: rows(&stats.by_referrer, "None (direct)"),
+        stats,
     })
 }
 
@@ -379,9 +358,20 @@ pub(crate) async fn show(
     user: SignedIn,
     Path(id): Path<String>,
     Query(done): Query<Done>,
+    RawQuery(range): RawQuery,
 ) -> Result<Response, DashboardError> {
     let link = own_link(&state, &user, &id).await?;
-    Ok(render(&link_page(&state, &user, link, None, None, done.notice()).await?).into_response())
+    let page = link_page(
+        &state,
+        &user,
+        link,
+        None,
+        None,
+        done.notice(),
+        range.as_deref(),
+    )
+    .await?;
+    Ok(render(&page).into_response())
 }
 
 async fn set_active(

@@ -2,6 +2,7 @@
 //! a redirect, and how a time is shown.
 
 pub(crate) mod activity;
+pub(crate) mod analytics;
 pub(crate) mod auth;
 pub(crate) mod domains;
 pub(crate) mod groups;

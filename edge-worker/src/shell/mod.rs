@@ -11,6 +11,8 @@ mod origin_io;
 mod password_io;
 mod records;
 mod sync_route;
+mod unique_io;
+mod webcrypto;
 
 use std::cell::OnceCell;
 use std::rc::Rc;
@@ -262,7 +264,8 @@ impl Visit<'_> {
 
     /// Reports a click, or a bot that did not count ([`analytics::report`]), after the response (in
     /// `wait_until`): to the click queue when the deployment has one ([`click_queue`]), else into the isolate's
-    /// buffer with a flush under way. Neither: nothing to do.
+    /// buffer with a flush under way. Neither: nothing to do. A click first gets its visitor hash
+    /// ([`unique_io`]) when the request carries the visitor's address.
     fn record_click(
         &self,
         report: analytics::Report,
@@ -276,11 +279,14 @@ impl Visit<'_> {
         if queue.is_none() && origin.is_none() {
             return;
         }
-        let event = match report {
-            analytics::Report::Bot => analytics::bot_event(host, short_code, group_id, self.now_ms),
+        let (event, hashing) = match report {
+            analytics::Report::Bot => (
+                analytics::bot_event(host, short_code, group_id, self.now_ms),
+                None,
+            ),
             analytics::Report::Click => {
                 let referer = self.req.headers().get("Referer").ok().flatten();
-                analytics::click_event(
+                let event = analytics::click_event(
                     host,
                     short_code,
                     group_id,
@@ -288,17 +294,47 @@ impl Visit<'_> {
                     visitor,
                     referer.as_deref(),
                     self.query().as_deref(),
-                )
+                );
+                (event, self.visitor_to_hash(host, short_code, visitor))
             }
         };
-        match (queue, origin) {
-            (Some(queue), origin) => self.ctx.wait_until(click_queue::send(queue, event, origin)),
-            (None, Some(origin)) => {
-                origin_io::buffer_click(event);
-                self.ctx.wait_until(origin_io::flush_clicks(origin));
+        let (kv, now_ms) = (self.records.kv_binding(), self.now_ms);
+        self.ctx.wait_until(async move {
+            let mut event = event;
+            if let Some((link, address, user_agent)) = hashing {
+                event.visitor =
+                    unique_io::visitor_hash(kv, now_ms, &link, &address, &user_agent).await;
             }
-            (None, None) => {}
-        }
+            match (queue, origin) {
+                (Some(queue), origin) => click_queue::send(queue, event, origin).await,
+                (None, Some(origin)) => {
+                    origin_io::buffer_click(event);
+                    origin_io::flush_clicks(origin).await;
+                }
+                (None, None) => {}
+            }
+        });
+    }
+
+    /// What a click's visitor hash is made of: the link (its KV key; a dynamic link's host and path), the address
+    /// (`CF-Connecting-IPv6`, which Cloudflare's pseudo-IPv4 setting moves the real one to, else
+    /// `CF-Connecting-IP`; local runs and tests send it) and the User-Agent. `None` without an address: the
+    /// click then counts, but not as a unique visitor.
+    fn visitor_to_hash(
+        &self,
+        host: &str,
+        short_code: Option<&str>,
+        visitor: &Visitor,
+    ) -> Option<(String, String, String)> {
+        let header = |name: &str| self.req.headers().get(name).ok().flatten();
+        let address = header("CF-Connecting-IPv6")
+            .or_else(|| header("CF-Connecting-IP"))
+            .filter(|a| !a.trim().is_empty())?;
+        let link = match short_code {
+            Some(code) => kv_model::link_key(host, code),
+            None => [host, self.path].concat(),
+        };
+        Some((link, address.trim().to_owned(), visitor.user_agent.clone()))
     }
 
     /// The domain's fallback (its record's URL, else the configured default), neither on the blocklist.

@@ -1,8 +1,7 @@
 //! Password-protected links, the I/O (wasm32 only): WebCrypto's PBKDF2 and HMAC, the origin's throttle, the form's
 //! body. What each answer means, and the cookie's format, are [`crate::password`]'s (host-tested).
 //!
-//! WebCrypto through `js_sys::Reflect` rather than web-sys's `SubtleCrypto` bindings: four calls, no new feature
-//! set to compile for every isolate. Every failure of it (a missing API, a refused key) counts as "not verified":
+//! WebCrypto through [`super::webcrypto`]. Every failure of it (a missing API, a refused key) counts as "not verified":
 //! the visitor sees the form again, never the destination.
 
 use std::cell::RefCell;
@@ -11,9 +10,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use link_rules::PasswordHash;
 use subtle::ConstantTimeEq;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
 
+use super::webcrypto::{bytes, call, object, usages};
 use super::{Visit, emit, origin_io};
 use crate::log;
 use crate::origin::Origin;
@@ -24,46 +24,6 @@ use crate::reply::Page;
 thread_local! {
     /// The cookies' HMAC key, imported once per isolate (the secret cannot change without a new deployment).
     static COOKIE_KEY: RefCell<Option<JsValue>> = const { RefCell::new(None) };
-}
-
-/// `crypto.subtle`.
-fn subtle() -> Option<JsValue> {
-    let crypto = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).ok()?;
-    js_sys::Reflect::get(&crypto, &JsValue::from_str("subtle"))
-        .ok()
-        .filter(JsValue::is_object)
-}
-
-/// `crypto.subtle[method](...args)`, awaited.
-async fn call(method: &str, args: &[JsValue]) -> Option<JsValue> {
-    let subtle = subtle()?;
-    let f: js_sys::Function = js_sys::Reflect::get(&subtle, &JsValue::from_str(method))
-        .ok()?
-        .dyn_into()
-        .ok()?;
-    let array: js_sys::Array = args.iter().collect();
-    let promise: js_sys::Promise = f.apply(&subtle, &array).ok()?.dyn_into().ok()?;
-    JsFuture::from(promise).await.ok()
-}
-
-/// A plain object `{name: value, …}` of string and JS values.
-fn object(fields: &[(&str, JsValue)]) -> JsValue {
-    let o = js_sys::Object::new();
-    for (name, value) in fields {
-        let _ = js_sys::Reflect::set(&o, &JsValue::from_str(name), value);
-    }
-    o.into()
-}
-
-fn bytes(b: &[u8]) -> JsValue {
-    js_sys::Uint8Array::from(b).into()
-}
-
-fn usages(list: &[&str]) -> JsValue {
-    list.iter()
-        .map(|u| JsValue::from_str(u))
-        .collect::<js_sys::Array>()
-        .into()
 }
 
 /// Whether `given` is the password `stored` hashes: PBKDF2-HMAC-SHA256 with the hash's salt and iterations (at most

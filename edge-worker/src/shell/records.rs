@@ -386,6 +386,11 @@ impl<'a> Records<'a> {
         }
     }
 
+    /// The KV binding, for work after the response (visitor hashes).
+    pub(super) fn kv_binding(&self) -> Option<Kv> {
+        self.kv().cloned()
+    }
+
     fn kv(&self) -> Option<&Kv> {
         self.kv
             .get_or_init(|| kv::binding(self.env, config::KV_BINDING))

@@ -42,7 +42,7 @@ pub(crate) struct StatsParams {
     format: Option<String>,
 }
 
-/// Clicks, and bots the edge did not count, on one day.
+/// Clicks, unique visitors, and bots the edge did not count, on one day.
 #[derive(Serialize, ToSchema)]
 pub(crate) struct DayCount {
     /// UTC date, `YYYY-MM-DD`.
@@ -50,6 +50,10 @@ pub(crate) struct DayCount {
     date: String,
     /// Clicks that day.
     clicks: i64,
+    /// Visitors that day, each counted once per link (a link's own; a group's or an account's, the sum of its
+    /// links'). Clicks whose visitor could not be told apart (no address, or reported after the day's salt
+    /// was deleted) are not in it.
+    unique_visitors: i64,
     /// Requests recognised as bots or link previews that day: not clicks, not in `clicks`.
     bots: i64,
 }
@@ -147,6 +151,7 @@ struct Body {
     from: String,
     to: String,
     total: i64,
+    unique_visitors: i64,
     bots: i64,
     by_day: Vec<DayCount>,
     by_country: Vec<CountryCount>,
@@ -161,17 +166,21 @@ struct Body {
 
 /// The days with clicks or bots, oldest first.
 fn days(s: &ClickStats) -> Vec<DayCount> {
-    let mut days: BTreeMap<_, (i64, i64)> = BTreeMap::new();
+    let mut days: BTreeMap<_, (i64, i64, i64)> = BTreeMap::new();
     for d in &s.by_day {
         days.entry(d.day).or_default().0 = d.clicks;
     }
     for d in &s.bots_by_day {
         days.entry(d.day).or_default().1 = d.clicks;
     }
+    for d in &s.uniques_by_day {
+        days.entry(d.day).or_default().2 = d.clicks;
+    }
     days.into_iter()
-        .map(|(day, (clicks, bots))| DayCount {
+        .map(|(day, (clicks, bots, unique_visitors))| DayCount {
             date: day.to_iso_date(),
             clicks,
+            unique_visitors,
             bots,
         })
         .collect()
@@ -191,6 +200,7 @@ impl Body {
             from: q.from.to_iso_date(),
             to: q.to.to_iso_date(),
             total: s.total,
+            unique_visitors: s.unique_visitors,
             bots: s.bots,
             by_day: days(&s),
             by_country: pairs(s.by_country)
@@ -242,16 +252,20 @@ impl Body {
         }
     }
 
-    /// `dimension,value,clicks`, then `total` and `bots`, each day's clicks (`day`, days with clicks) and bots
-    /// (`bots_day`, days with bots), then country, device, referrer host, browser, OS, region, city and the UTM
+    /// `dimension,value,clicks`, then `total`, `unique_visitors` and `bots`, each day's clicks (`day`, days with
+    /// clicks), unique visitors (`unique_day`, days with some) and bots (`bots_day`, days with bots), then country, device, referrer host, browser, OS, region, city and the UTM
     /// parameters, in the JSON's order; an unknown or missing value is empty. A region or city is
     /// `<country>/<name>` (the country is two characters or empty, so the first `/` separates them).
     fn csv(&self) -> String {
         let mut out = String::from("dimension,value,clicks\r\n");
         csv::record(&mut out, &["total", ""], self.total);
+        csv::record(&mut out, &["unique_visitors", ""], self.unique_visitors);
         csv::record(&mut out, &["bots", ""], self.bots);
         for d in self.by_day.iter().filter(|d| d.clicks > 0) {
             csv::record(&mut out, &["day", &d.date], d.clicks);
+        }
+        for d in self.by_day.iter().filter(|d| d.unique_visitors > 0) {
+            csv::record(&mut out, &["unique_day", &d.date], d.unique_visitors);
         }
         for d in self.by_day.iter().filter(|d| d.bots > 0) {
             csv::record(&mut out, &["bots_day", &d.date], d.bots);
@@ -324,6 +338,9 @@ macro_rules! stats_answer {
             to: String,
             /// All clicks in the range.
             total: i64,
+            /// Unique visitors in the range: the sum of each day's (`by_day[].unique_visitors`). A visitor is
+            /// counted once per link per UTC day, so one who comes back another day counts again.
+            unique_visitors: i64,
             /// Requests in the range that the edge recognised as bots or link previews and did not count: in
             /// no other figure, `total` included.
             bots: i64,
@@ -354,6 +371,7 @@ macro_rules! stats_answer {
                     from: b.from,
                     to: b.to,
                     total: b.total,
+                    unique_visitors: b.unique_visitors,
                     bots: b.bots,
                     by_day: b.by_day,
                     by_country: b.by_country,

@@ -378,8 +378,8 @@ async fn date_ranges(engine: Engine) {
     );
     assert_eq!(
         body["by_day"],
-        json!([{"date": today().plus(-29).to_iso_date(), "clicks": 1, "bots": 0},
-               {"date": today().to_iso_date(), "clicks": 1, "bots": 0}])
+        json!([{"date": today().plus(-29).to_iso_date(), "clicks": 1, "unique_visitors": 0, "bots": 0},
+               {"date": today().to_iso_date(), "clicks": 1, "unique_visitors": 0, "bots": 0}])
     );
     for (query, total, days) in [
         (
@@ -492,6 +492,7 @@ async fn csv_answers(engine: Engine) {
         resp.text().await.unwrap(),
         "dimension,value,clicks\r\n\
          total,,9\r\n\
+         unique_visitors,,0\r\n\
          bots,,0\r\n\
          day,2024-03-01,9\r\n\
          country,DE,9\r\n\
@@ -521,7 +522,9 @@ async fn csv_answers(engine: Engine) {
     );
     let text = resp.text().await.unwrap();
     assert!(
-        text.starts_with("dimension,value,clicks\r\ntotal,,10\r\nbots,,0\r\n"),
+        text.starts_with(
+            "dimension,value,clicks\r\ntotal,,10\r\nunique_visitors,,0\r\nbots,,0\r\n"
+        ),
         "{text}"
     );
     assert!(text.contains("\r\nday,2024-03-02,1\r\n"), "{text}");
@@ -597,8 +600,8 @@ async fn group_and_account_stats(engine: Engine) {
     assert_eq!(
         one,
         json!({
-            "group_id": g1, "from": "2024-04-01", "to": "2024-05-31", "total": 5, "bots": 0,
-            "by_day": [{"date": "2024-05-01", "clicks": 5, "bots": 0}],
+            "group_id": g1, "from": "2024-04-01", "to": "2024-05-31", "total": 5, "unique_visitors": 0, "bots": 0,
+            "by_day": [{"date": "2024-05-01", "clicks": 5, "unique_visitors": 0, "bots": 0}],
             "by_country": [{"country": "US", "clicks": 3}, {"country": "DE", "clicks": 2}],
             "by_device": [{"device": "tablet", "clicks": 3}, {"device": "mobile", "clicks": 2}],
             "by_referrer": [{"referer_host": "x.example", "clicks": 3}, {"referer_host": null, "clicks": 2}],
@@ -626,6 +629,7 @@ async fn group_and_account_stats(engine: Engine) {
             "from",
             "to",
             "total",
+            "unique_visitors",
             "bots",
             "by_day",
             "by_country",
@@ -641,7 +645,7 @@ async fn group_and_account_stats(engine: Engine) {
     assert_eq!(all["total"], 11);
     assert_eq!(
         all["by_day"],
-        json!([{"date": "2024-05-01", "clicks": 7, "bots": 0}, {"date": "2024-05-02", "clicks": 4, "bots": 0}])
+        json!([{"date": "2024-05-01", "clicks": 7, "unique_visitors": 0, "bots": 0}, {"date": "2024-05-02", "clicks": 4, "unique_visitors": 0, "bots": 0}])
     );
     assert_eq!(
         all["by_device"],
@@ -664,7 +668,7 @@ async fn group_and_account_stats(engine: Engine) {
     // A day whose clicks all went is not listed, nor a device left with none.
     assert_eq!(
         all["by_day"],
-        json!([{"date": "2024-05-01", "clicks": 5, "bots": 0}])
+        json!([{"date": "2024-05-01", "clicks": 5, "unique_visitors": 0, "bots": 0}])
     );
     assert_eq!(
         all["by_device"],
@@ -911,8 +915,8 @@ async fn migration_counts_earlier_clicks(engine: Engine) {
     assert_eq!(
         body,
         json!({
-            "link_id": link, "from": "2024-06-01", "to": "2024-06-30", "total": 3, "bots": 0,
-            "by_day": [{"date": "2024-06-01", "clicks": 2, "bots": 0}, {"date": "2024-06-02", "clicks": 1, "bots": 0}],
+            "link_id": link, "from": "2024-06-01", "to": "2024-06-30", "total": 3, "unique_visitors": 0, "bots": 0,
+            "by_day": [{"date": "2024-06-01", "clicks": 2, "unique_visitors": 0, "bots": 0}, {"date": "2024-06-02", "clicks": 1, "unique_visitors": 0, "bots": 0}],
             "by_country": [{"country": "DE", "clicks": 2}, {"country": null, "clicks": 1}],
             "by_device": [{"device": "mobile", "clicks": 2}, {"device": "desktop", "clicks": 1}],
             "by_referrer": [{"referer_host": "a.example", "clicks": 2}, {"referer_host": null, "clicks": 1}],
@@ -954,7 +958,7 @@ async fn migration_counts_earlier_clicks(engine: Engine) {
     .await;
     assert_eq!(
         body["by_day"][0],
-        json!({"date": "2024-06-01", "clicks": 3, "bots": 0})
+        json!({"date": "2024-06-01", "clicks": 3, "unique_visitors": 0, "bots": 0})
     );
     assert_eq!(body["by_country"][0], json!({"country": "DE", "clicks": 3}));
     app.stop().await;

@@ -146,9 +146,9 @@ async fn dimensions_in_link_group_and_account_stats(engine: Engine) {
     assert_eq!(
         body,
         json!({
-            "link_id": id, "from": "2026-03-01", "to": "2026-03-31", "total": 6, "bots": 2,
-            "by_day": [{"date": "2026-03-10", "clicks": 5, "bots": 1},
-                       {"date": "2026-03-11", "clicks": 1, "bots": 1}],
+            "link_id": id, "from": "2026-03-01", "to": "2026-03-31", "total": 6, "unique_visitors": 0, "bots": 2,
+            "by_day": [{"date": "2026-03-10", "clicks": 5, "unique_visitors": 0, "bots": 1},
+                       {"date": "2026-03-11", "clicks": 1, "unique_visitors": 0, "bots": 1}],
             "by_country": [{"country": "DE", "clicks": 5}, {"country": "US", "clicks": 1}],
             "by_device": [{"device": "mobile", "clicks": 6}],
             "by_referrer": [{"referer_host": null, "clicks": 6}],
@@ -180,8 +180,8 @@ async fn dimensions_in_link_group_and_account_stats(engine: Engine) {
         );
         assert_eq!(
             body["by_day"],
-            json!([{"date": "2026-03-10", "clicks": 5, "bots": 1},
-                   {"date": "2026-03-11", "clicks": 2, "bots": 2}]),
+            json!([{"date": "2026-03-10", "clicks": 5, "unique_visitors": 0, "bots": 1},
+                   {"date": "2026-03-11", "clicks": 2, "unique_visitors": 0, "bots": 2}]),
             "{path}"
         );
         assert_eq!(
@@ -227,6 +227,7 @@ async fn dimensions_in_link_group_and_account_stats(engine: Engine) {
         csv(&app, &acc.key, &format!("links/{id}/stats")).await,
         "dimension,value,clicks\r\n\
          total,,6\r\n\
+         unique_visitors,,0\r\n\
          bots,,2\r\n\
          day,2026-03-10,5\r\n\
          day,2026-03-11,1\r\n\
@@ -258,7 +259,7 @@ async fn dimensions_in_link_group_and_account_stats(engine: Engine) {
     for path in [format!("groups/{g}/stats"), "stats".to_owned()] {
         let text = csv(&app, &acc.key, &path).await;
         for row in [
-            "\r\ntotal,,7\r\nbots,,3\r\n",
+            "\r\ntotal,,7\r\nunique_visitors,,0\r\nbots,,3\r\n",
             "\r\nbots_day,2026-03-11,2\r\n",
             "\r\nbrowser,edge,1\r\n",
             "\r\nregion,/,1\r\n",
@@ -293,7 +294,7 @@ async fn dimensions_in_link_group_and_account_stats(engine: Engine) {
     assert_eq!((&body["total"], &body["bots"]), (&json!(1), &json!(1)));
     assert_eq!(
         body["by_day"],
-        json!([{"date": "2026-03-11", "clicks": 1, "bots": 1}])
+        json!([{"date": "2026-03-11", "clicks": 1, "unique_visitors": 0, "bots": 1}])
     );
     assert_eq!(
         body["by_browser"],
@@ -334,7 +335,7 @@ async fn bots_alone_are_counted_apart(engine: Engine) {
         );
         assert_eq!(
             body["by_day"],
-            json!([{"date": "2026-03-05", "clicks": 0, "bots": 3}]),
+            json!([{"date": "2026-03-05", "clicks": 0, "unique_visitors": 0, "bots": 3}]),
             "{path}"
         );
         for list in [
@@ -354,7 +355,8 @@ async fn bots_alone_are_counted_apart(engine: Engine) {
         );
         let text = csv(&app, &acc.key, &path).await;
         assert_eq!(
-            text, "dimension,value,clicks\r\ntotal,,0\r\nbots,,3\r\nbots_day,2026-03-05,3\r\n",
+            text,
+            "dimension,value,clicks\r\ntotal,,0\r\nunique_visitors,,0\r\nbots,,3\r\nbots_day,2026-03-05,3\r\n",
             "{path}"
         );
     }

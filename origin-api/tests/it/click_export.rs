@@ -10,7 +10,11 @@ use serde_json::{Value, json};
 use shortlink_store::domain::Day;
 
 /// The NDJSON export at `path`: (status, the `X-Retention-From` header, each line parsed).
-async fn ndjson(app: &TestApp, key: &str, path: &str) -> (u16, Option<String>, Vec<Value>) {
+pub(crate) async fn ndjson(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+) -> (u16, Option<String>, Vec<Value>) {
     let resp = app.get(key, path).await;
     let status = resp.status().as_u16();
     let retention = resp

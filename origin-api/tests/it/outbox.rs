@@ -159,11 +159,18 @@ async fn every_change_enqueues_its_key(engine: Engine) {
     assert_eq!(b.domains, ["bad.example", "evil.example"]);
     drain(&app).await;
     // Republishing queues every key of the read model.
-    // blocklist + one domain + the default group (Promo is deleted) + one link
-    assert_eq!(app.db.republish_all().await.unwrap(), 4);
+    // blocklist + one domain + the default group (Promo is deleted) + one link + today's and tomorrow's salts
+    assert_eq!(app.db.republish_all().await.unwrap(), 6);
     let keys = pending_keys(&app).await;
-    for want in ["blocklist", "domain:sho.rt", "link:sho.rt:promo"] {
-        assert!(keys.contains(&want.to_owned()), "{keys:?}");
+    let today = shortlink_store::domain::Day::today().0;
+    for want in [
+        "blocklist".to_owned(),
+        "domain:sho.rt".to_owned(),
+        "link:sho.rt:promo".to_owned(),
+        kv_model::salt_key(today),
+        kv_model::salt_key(today + 1),
+    ] {
+        assert!(keys.contains(&want), "{keys:?}");
     }
     // A failed creation enqueues nothing.
     drain(&app).await;
@@ -284,8 +291,8 @@ async fn internal_routes(engine: Engine) {
     assert_eq!(
         stats,
         json!({
-            "link_id": link["id"], "from": "2027-01-01", "to": "2027-01-31", "total": 3, "bots": 0,
-            "by_day": [{"date": "2027-01-15", "clicks": 2, "bots": 0}, {"date": "2027-01-16", "clicks": 1, "bots": 0}],
+            "link_id": link["id"], "from": "2027-01-01", "to": "2027-01-31", "total": 3, "unique_visitors": 0, "bots": 0,
+            "by_day": [{"date": "2027-01-15", "clicks": 2, "unique_visitors": 0, "bots": 0}, {"date": "2027-01-16", "clicks": 1, "unique_visitors": 0, "bots": 0}],
             "by_country": [{"country": null, "clicks": 1}, {"country": "DE", "clicks": 1}, {"country": "US", "clicks": 1}],
             "by_device": [{"device": "desktop", "clicks": 2}, {"device": "mobile", "clicks": 1}],
             "by_referrer": [{"referer_host": null, "clicks": 2}, {"referer_host": "news.example", "clicks": 1}],

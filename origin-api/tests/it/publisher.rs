@@ -16,16 +16,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
-struct Recorded {
-    puts: Vec<(String, String)>,
-    deletes: Vec<String>,
+pub(crate) struct Recorded {
+    pub(crate) puts: Vec<(String, String)>,
+    pub(crate) deletes: Vec<String>,
     /// Requests still to refuse with a 500, to exercise the retries.
     refuse: usize,
     refused: usize,
     bad_requests: Vec<String>,
 }
 
-type Shared = Arc<Mutex<Recorded>>;
+pub(crate) type Shared = Arc<Mutex<Recorded>>;
 
 fn authorised(rec: &Shared, headers: &HeaderMap, acc: &str, ns: &str) -> Result<(), StatusCode> {
     let mut r = rec.lock().unwrap();
@@ -84,7 +84,7 @@ async fn bulk_delete(
     )
 }
 
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -92,9 +92,11 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-async fn publishes_to_cloudflare_kv(engine: Engine) {
+/// A stand-in for the Cloudflare KV API that refuses its first `refuse` requests: its base URL (account
+/// `acc123`, namespace `ns456`, token `cf-token`) and what it was sent.
+pub(crate) async fn start_kv_api(refuse: usize) -> (String, Shared) {
     let rec: Shared = Arc::new(Mutex::new(Recorded {
-        refuse: 2,
+        refuse,
         ..Default::default()
     }));
     let api = Router::new()
@@ -110,6 +112,11 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let api_base = format!("http://{}/client/v4", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, api).await.unwrap() });
+    (api_base, rec)
+}
+
+async fn publishes_to_cloudflare_kv(engine: Engine) {
+    let (api_base, rec) = start_kv_api(2).await;
 
     let app = TestApp::with_settings(TestDb::new(engine).await, |s| {
         s.sink = Some(Sink::CloudflareKv {

@@ -111,6 +111,8 @@ pub(crate) async fn counters_to_digests(conn: &mut AnyConnection) -> Result<(), 
                         Change {
                             clicks: c.clicks,
                             bots: 0,
+                            // The old counters had no visitors.
+                            uniques: 0,
                             digest: c.digest.clone(),
                         },
                     )

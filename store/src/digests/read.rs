@@ -26,11 +26,21 @@ pub(crate) struct Built {
     data: Vec<u8>,
 }
 
+/// One day's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DayFigures {
+    pub(crate) day: i64,
+    pub(crate) clicks: i64,
+    pub(crate) bots: i64,
+    /// Unique visitors: of a link, that day's; of a group or an account, the sum of its links'.
+    pub(crate) uniques: i64,
+}
+
 /// What a range holds for one owner.
 #[derive(Debug, Default)]
 pub(crate) struct RangeRead {
-    /// Days with clicks or bots, oldest first: (day, clicks, bots).
-    pub(crate) days: Vec<(i64, i64, i64)>,
+    /// Days with clicks or bots, oldest first.
+    pub(crate) days: Vec<DayFigures>,
     /// Blocks this read built.
     pub(crate) built: Vec<Built>,
     /// The digests that together cover the range once: current blocks and the days outside them.
@@ -68,7 +78,7 @@ pub(crate) async fn range(
     // SUM is NUMERIC on PostgreSQL: cast back to BIGINT, as both engines answer it.
     let per_day = sqlx::query(&format!(
         "SELECT period, CAST(SUM(clicks) AS BIGINT) AS n, CAST(SUM(bots) AS BIGINT) AS b, \
-         CAST(SUM(revision) AS BIGINT) AS r FROM {t} \
+         CAST(SUM(uniques) AS BIGINT) AS u, CAST(SUM(revision) AS BIGINT) AS r FROM {t} \
          WHERE {o} = $1 AND span = 'day' AND period >= $2 AND period <= $3 GROUP BY period ORDER BY period"
     ))
     .bind(owner)
@@ -88,7 +98,12 @@ pub(crate) async fn range(
             row.try_get("r")?,
         );
         if n > 0 || b > 0 {
-            read.days.push((day, n, b));
+            read.days.push(DayFigures {
+                day,
+                clicks: n,
+                bots: b,
+                uniques: row.try_get("u")?,
+            });
         }
         let block = day.div_euclid(BLOCK_DAYS);
         if blocks.contains(&block) {

@@ -21,6 +21,8 @@ pub(crate) struct Change {
     pub(crate) clicks: i64,
     /// Bot requests: in no other figure.
     pub(crate) bots: i64,
+    /// Unique visitors: the clicks that were their visitor's first of the day on their link.
+    pub(crate) uniques: i64,
     pub(crate) digest: Digest,
 }
 
@@ -37,15 +39,16 @@ pub(crate) async fn add(
     changes: &BTreeMap<DayKey<'_>, Change>,
 ) -> Result<(), StoreError> {
     let rows: Vec<(&DayKey<'_>, &Change)> = changes.iter().collect();
-    let cols = if scope.grouped { 8 } else { 7 };
+    let cols = if scope.grouped { 9 } else { 8 };
     let (t, owner) = (scope.table, scope.owner);
     let group_col = if scope.grouped { ", group_id" } else { "" };
     let mut merged: Vec<(DayKey<'_>, Vec<u8>)> = Vec::new();
     for (chunk, values) in multi_row.split(&rows, cols) {
         let sql = format!(
-            "INSERT INTO {t} ({owner}, span, period{group_col}, revision, clicks, bots, data) VALUES {values} \
-             ON CONFLICT ({owner}, {keys}) DO UPDATE SET revision = {t}.revision + 1, \
-             clicks = {t}.clicks + excluded.clicks, bots = {t}.bots + excluded.bots \
+            "INSERT INTO {t} ({owner}, span, period{group_col}, revision, clicks, bots, uniques, data) \
+             VALUES {values} ON CONFLICT ({owner}, {keys}) DO UPDATE SET revision = {t}.revision + 1, \
+             clicks = {t}.clicks + excluded.clicks, bots = {t}.bots + excluded.bots, \
+             uniques = {t}.uniques + excluded.uniques \
              RETURNING {owner} AS owner, period{group_col}, revision, data",
             keys = scope.key_columns(),
         );
@@ -69,6 +72,7 @@ pub(crate) async fn add(
                 .bind(1_i64)
                 .bind(change.clicks)
                 .bind(change.bots)
+                .bind(change.uniques)
                 .bind(data.as_slice());
         }
         let by_key: HashMap<DayKey<'_>, (DayKey<'_>, &Change)> =
@@ -90,7 +94,7 @@ pub(crate) async fn add(
                 )));
             };
             if change.digest.is_empty() {
-                // Bots only: the counts stay as they are.
+                // Bots only: the values stay as they are.
                 continue;
             }
             let mut digest = Digest::decode(&row.try_get::<Vec<u8>, _>("data")?)?;
@@ -109,11 +113,11 @@ async fn set_data(
     multi_row: MultiRow,
     scope: Scope,
     rows: &[(DayKey<'_>, Vec<u8>)],
-    less: Option<&[(i64, i64)]>,
+    less: Option<&[(i64, i64, i64)]>,
 ) -> Result<(), StoreError> {
     let (t, owner) = (scope.table, scope.owner);
     let key_cols = if scope.grouped { 3 } else { 2 };
-    let cols = key_cols + 1 + 2 * usize::from(less.is_some());
+    let cols = key_cols + 1 + 3 * usize::from(less.is_some());
     let group_match = if scope.grouped {
         format!(" AND {t}.group_id = v.column3")
     } else {
@@ -123,9 +127,10 @@ async fn set_data(
     let set = if less.is_some() {
         format!(
             "data = v.column{data_col}, clicks = {t}.clicks - v.column{}, bots = {t}.bots - v.column{}, \
-             revision = {t}.revision + 1",
+             uniques = {t}.uniques - v.column{}, revision = {t}.revision + 1",
             data_col + 1,
-            data_col + 2
+            data_col + 2,
+            data_col + 3
         )
     } else {
         format!("data = v.column{data_col}")
@@ -144,7 +149,7 @@ async fn set_data(
             }
             q = q.bind(data.as_slice());
             if let Some(less) = less {
-                q = q.bind(less[*i].0).bind(less[*i].1);
+                q = q.bind(less[*i].0).bind(less[*i].1).bind(less[*i].2);
             }
         }
         q.execute(&mut *conn).await?;
@@ -175,7 +180,7 @@ pub(crate) async fn take_out(
         span.1 = span.1.max(*day);
     }
     let mut rows: Vec<(DayKey<'_>, Vec<u8>)> = Vec::new();
-    let mut less: Vec<(i64, i64)> = Vec::new();
+    let mut less: Vec<(i64, i64, i64)> = Vec::new();
     for (o, (first, last)) in owners {
         let stored = sqlx::query(&format!(
             "SELECT period, data FROM {t} WHERE {owner} = $1 AND span = 'day' AND period >= $2 AND period <= $3 \
@@ -194,7 +199,7 @@ pub(crate) async fn take_out(
             let mut digest = Digest::decode(&row.try_get::<Vec<u8>, _>("data")?)?;
             digest.merge(&change.digest, -1);
             rows.push(((o, day, ""), digest.encode()));
-            less.push((change.clicks, change.bots));
+            less.push((change.clicks, change.bots, change.uniques));
         }
     }
     set_data(conn, multi_row, scope, &rows, Some(&less)).await

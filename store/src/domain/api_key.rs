@@ -107,7 +107,7 @@ impl fmt::Debug for ApiKeyHash {
     }
 }
 
-pub(super) fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use fmt::Write;
     bytes
         .iter()

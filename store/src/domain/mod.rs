@@ -16,8 +16,10 @@ mod stats_query;
 mod tag;
 mod timestamp;
 
+pub(crate) use api_key::hex;
 pub use api_key::{ApiKey, ApiKeyHash, KeyFormatError};
 pub use click_batch_id::ClickBatchId;
+pub(crate) use day::DAY_MICROS;
 pub use day::{Day, MAX_DAY, MIN_DAY};
 pub use host::Hostname;
 pub(crate) use host::parent_domains;
