@@ -152,7 +152,7 @@ mod tests {
     fn valid_batch() {
         let body = br#"{"put":[{"key":"link:go.example:abc","value":{"v":1,"x":[1, 2]}},
                                {"key":"blocklist","value":{"v":1,"domains":[]}}],
-                        "delete":["group:g1","domain:go.example"]}"#;
+                        "delete":["group:g1","domain:go.example","salt:20784"]}"#;
         let batch = parse_batch(body).unwrap();
         assert_eq!(
             batch.puts,
@@ -167,9 +167,12 @@ mod tests {
                 ),
             ]
         );
-        assert_eq!(batch.deletes, vec!["group:g1", "domain:go.example"]);
-        assert_eq!(batch.keys().count(), 4);
-        assert_eq!(ok_body(&batch), r#"{"deleted":2,"ok":true,"put":2}"#);
+        assert_eq!(
+            batch.deletes,
+            vec!["group:g1", "domain:go.example", "salt:20784"]
+        );
+        assert_eq!(batch.keys().count(), 5);
+        assert_eq!(ok_body(&batch), r#"{"deleted":3,"ok":true,"put":2}"#);
         assert_eq!(
             parse_batch(b"{}").unwrap(),
             Batch {

@@ -786,8 +786,8 @@ try {
   await page.waitForURL(new RegExp(`from=${todayIso}&to=${todayIso}$`));
   assert.equal((await page.locator("#stats-total").textContent()).trim(), String(VISITS), "today's clicks");
   await shoot(page, "link-range");
-  const exportHref = await page.getByRole("link", { name: "Export clicks", exact: true }).getAttribute("href");
-  const exported = await page.request.get(new URL(exportHref, DASHBOARD_URL).toString());
+  const clicksHref = await page.getByRole("link", { name: "Export clicks", exact: true }).getAttribute("href");
+  const exported = await page.request.get(new URL(clicksHref, DASHBOARD_URL).toString());
   assert.equal(exported.status(), 200, "Export clicks answers 200");
   assert.ok(exported.headers()["content-type"].startsWith("text/csv"), "as CSV");
   const csvLines = (await exported.text()).trim().split("\r\n");
@@ -828,9 +828,11 @@ try {
   assert.ok((await tableRows(page, "By city")).some(([city]) => city === "Munich, DE"), "the account's cities");
   await shoot(page, "analytics");
   await nav(page, "Groups").click();
-  await page.getByRole("link", { name: "Default", exact: true }).first().click();
+  await page.getByRole("link", { name: groupName, exact: true }).first().click();
   await page.waitForURL(/\/dashboard\/groups\/[0-9a-f-]{36}$/);
-  assert.equal(Number((await page.locator("#stats-total").textContent()).trim()), accountTotal, "the default group's");
+  // Every click so far was in this group: its link's and its dynamic link's.
+  assert.equal(Number((await page.locator("#stats-total").textContent()).trim()), accountTotal, "the group's clicks");
+  for (const caption of CAPTIONS) await tableRows(page, caption);
   assert.equal(await page.getByRole("link", { name: "Export clicks", exact: true }).count(), 1, "the group's export");
   await page.goto(linkPageUrl);
 

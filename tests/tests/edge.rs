@@ -1025,6 +1025,64 @@ async fn smart_links_route_each_visitor() {
                     ];
                 }),
             ),
+            // Each condition alone, each rule sending somewhere of its own.
+            (
+                format!("link:{HOST}:alone"),
+                link_with("https://dest.example/never", |l| {
+                    l.rules = vec![
+                        rule(
+                            Conditions {
+                                os: vec![Os::Windows],
+                                ..Conditions::default()
+                            },
+                            "https://windows.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                os: vec![Os::Macos],
+                                ..Conditions::default()
+                            },
+                            "https://mac.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                device: vec![Device::Tablet],
+                                ..Conditions::default()
+                            },
+                            "https://tablet.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                query: vec![(s("ref"), s("*"))],
+                                ..Conditions::default()
+                            },
+                            "https://ref.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                country: vec![s("CA")],
+                                ..Conditions::default()
+                            },
+                            "https://ca.example/",
+                        ),
+                        // Not yet open, then one open until an hour from now: every other visitor.
+                        rule(
+                            Conditions {
+                                after: Some(now_ms + 3_600_000),
+                                ..Conditions::default()
+                            },
+                            "https://not-yet.example/",
+                        ),
+                        rule(
+                            Conditions {
+                                before: Some(now_ms + 3_600_000),
+                                ..Conditions::default()
+                            },
+                            "https://early.example/",
+                        ),
+                    ];
+                }),
+            ),
             (
                 format!("link:{HOST}:moved"),
                 link_with("https://dest.example/new-home", |l| {
@@ -1090,6 +1148,40 @@ async fn smart_links_route_each_visitor() {
                 .await
                 .assert_redirect(want);
         }
+    }
+    // Each condition alone: the real Windows and Mac User-Agents by their system, an iPad by its device, any value
+    // of a query parameter, a country, and a time window (`after` not yet, `before` still).
+    const IPAD: &str = "Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) \
+                        Version/17.5 Mobile/15E148 Safari/604.1";
+    for (headers, path, want) in [
+        (
+            vec![("User-Agent", BROWSER_UA)],
+            "/alone",
+            "https://windows.example/",
+        ),
+        (vec![("User-Agent", MAC)], "/alone", "https://mac.example/"),
+        (
+            vec![("User-Agent", IPAD)],
+            "/alone",
+            "https://tablet.example/",
+        ),
+        (
+            vec![("User-Agent", PIXEL)],
+            "/alone?ref=anything",
+            "https://ref.example/?ref=anything",
+        ),
+        (
+            vec![("User-Agent", PIXEL), ("CF-IPCountry", "CA")],
+            "/alone",
+            "https://ca.example/",
+        ),
+        (
+            vec![("User-Agent", PIXEL)],
+            "/alone",
+            "https://early.example/",
+        ),
+    ] {
+        w.visit(HOST, path, &headers).await.assert_redirect(want);
     }
     // Country and device together, then language (first preference), query, rule order and time windows.
     for (headers, path, want) in [

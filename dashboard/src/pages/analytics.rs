@@ -111,15 +111,8 @@ pub(crate) async fn link_clicks(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, DashboardError> {
-    let id = super::uuid(&id).ok_or(DashboardError::NotFound)?;
-    export(
-        &state,
-        &user,
-        ExportScope::Link(id),
-        query.as_deref(),
-        "link-clicks",
-    )
-    .await
+    let scope = ExportScope::Link(super::uuid(&id).ok_or(DashboardError::NotFound)?);
+    export(&state, &user, scope, query.as_deref(), "link-clicks").await
 }
 
 /// `GET /dashboard/groups/{id}/clicks.csv`.
@@ -129,15 +122,8 @@ pub(crate) async fn group_clicks(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, DashboardError> {
-    let id = super::uuid(&id).ok_or(DashboardError::NotFound)?;
-    export(
-        &state,
-        &user,
-        ExportScope::Group(id),
-        query.as_deref(),
-        "group-clicks",
-    )
-    .await
+    let scope = ExportScope::Group(super::uuid(&id).ok_or(DashboardError::NotFound)?);
+    export(&state, &user, scope, query.as_deref(), "group-clicks").await
 }
 
 /// `GET /dashboard/clicks.csv`: the account's.

@@ -124,6 +124,21 @@ pub(crate) fn email() -> String {
     format!("{}@example.com", uuid::Uuid::new_v4().simple())
 }
 
+/// A new account's owner signed in to the dashboard, the account's id and an API key of it (for arranging links
+/// through the API).
+pub(crate) async fn owner_with_key(app: &TestApp) -> (Browser, String, String) {
+    let mut b = Browser::new(app);
+    let address = email();
+    b.join(app, &address).await;
+    let account = app.db.find_account(&address).await.unwrap();
+    let key = app
+        .db
+        .generate_api_key(&account.id, &shortlink_store::Actor::Operator)
+        .await
+        .unwrap();
+    (b, account.id, key.expose().to_owned())
+}
+
 both_engines!(
     invitation_then_sign_out_and_in,
     session_id_changes_at_sign_in,

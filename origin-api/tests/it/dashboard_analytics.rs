@@ -5,11 +5,10 @@
 //! browser, with the edge counting real visits, are in `tests/browser/dashboard.mjs`.
 
 use crate::common::{Engine, TestApp};
-use crate::dashboard::{Browser, email};
+use crate::dashboard::{Browser, email, owner_with_key};
 use crate::teams::{accept, invite};
 use reqwest::StatusCode;
 use serde_json::json;
-use shortlink_store::Actor;
 use shortlink_store::domain::{Day, Micros};
 
 /// A click on `code` now, with a place, a campaign and a visitor hash.
@@ -27,18 +26,10 @@ fn click(code: &str, group_id: &str, visitor: &str, campaign: &str) -> shortlink
 async fn statistics_pages_ranges_and_exports(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     app.platform_domain("sho.rt").await;
-    let mut b = Browser::new(&app);
-    let address = email();
-    b.join(&app, &address).await;
-    let account = app.db.find_account(&address).await.unwrap();
-    let key = app
-        .db
-        .generate_api_key(&account.id, &Actor::Operator)
-        .await
-        .unwrap();
+    let (mut b, _, key) = owner_with_key(&app).await;
     let (s, link) = app
         .create_json(
-            key.expose(),
+            &key,
             json!({"long_url": "https://example.com/s", "short_code": "stats"}),
         )
         .await;

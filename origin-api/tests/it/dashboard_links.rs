@@ -4,11 +4,10 @@
 //! same flows in a real browser are in `tests/browser/dashboard.mjs`.
 
 use crate::common::{Engine, TestApp};
-use crate::dashboard::{Browser, email};
+use crate::dashboard::{Browser, email, owner_with_key};
 use crate::teams::{accept, invite};
 use reqwest::StatusCode;
 use serde_json::json;
-use shortlink_store::Actor;
 
 /// Creates a link through the API of the browser's account.
 async fn api_link(app: &TestApp, key: &str, body: serde_json::Value) -> String {
@@ -26,16 +25,8 @@ async fn post(b: &mut Browser, path: &str, form: Vec<(String, String)>) -> crate
 async fn filters_titles_tags_and_export(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     app.platform_domain("sho.rt").await;
-    let mut b = Browser::new(&app);
-    let address = email();
-    b.join(&app, &address).await;
-    let account = app.db.find_account(&address).await.unwrap();
-    let key = app
-        .db
-        .generate_api_key(&account.id, &Actor::Operator)
-        .await
-        .unwrap();
-    let key = key.expose();
+    let (mut b, account_id, key) = owner_with_key(&app).await;
+    let key = key.as_str();
     let spring = api_link(
         &app,
         key,
@@ -135,7 +126,7 @@ async fn filters_titles_tags_and_export(engine: Engine) {
     )
     .await;
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
-    let link = app.db.get_link(&account.id, &spring).await.unwrap();
+    let link = app.db.get_link(&account_id, &spring).await.unwrap();
     assert_eq!(link.title.as_deref(), Some("Spring sale"));
     assert_eq!(link.tags, ["promo", "Sale"]);
     let page = b.get(&path).await;

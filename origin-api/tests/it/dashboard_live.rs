@@ -4,11 +4,10 @@
 //! The panel updating in a real browser while the edge counts visits is in `tests/browser/dashboard.mjs`.
 
 use crate::common::{Engine, TestApp};
-use crate::dashboard::{Browser, email};
+use crate::dashboard::{Browser, email, owner_with_key};
 use crate::teams::{accept, invite};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use shortlink_store::Actor;
 use shortlink_store::domain::Micros;
 
 /// A click on `code` at `minutes_ago` minutes before now, as the worker reports it.
@@ -24,25 +23,17 @@ fn click(code: &str, group_id: &str, minutes_ago: i64) -> shortlink_store::Click
 async fn live_panel_and_clicks_of_today(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     app.platform_domain("sho.rt").await;
-    let mut b = Browser::new(&app);
-    let address = email();
-    b.join(&app, &address).await;
-    let account = app.db.find_account(&address).await.unwrap();
-    let key = app
-        .db
-        .generate_api_key(&account.id, &Actor::Operator)
-        .await
-        .unwrap();
+    let (mut b, _, key) = owner_with_key(&app).await;
     let (s, link) = app
         .create_json(
-            key.expose(),
+            &key,
             json!({"long_url": "https://example.com/live", "short_code": "live"}),
         )
         .await;
     assert_eq!(s, 201, "{link}");
     let (s, quiet) = app
         .create_json(
-            key.expose(),
+            &key,
             json!({"long_url": "https://example.com/quiet", "short_code": "quiet"}),
         )
         .await;

@@ -92,9 +92,9 @@ pub(crate) async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// A stand-in for the Cloudflare KV API that refuses its first `refuse` requests: its base URL (account
-/// `acc123`, namespace `ns456`, token `cf-token`) and what it was sent.
-pub(crate) async fn start_kv_api(refuse: usize) -> (String, Shared) {
+/// An origin on `engine` publishing to a stand-in for the Cloudflare KV API that refuses its first `refuse`
+/// requests, and what the stand-in was sent.
+pub(crate) async fn app_publishing_to_kv_api(engine: Engine, refuse: usize) -> (TestApp, Shared) {
     let rec: Shared = Arc::new(Mutex::new(Recorded {
         refuse,
         ..Default::default()
@@ -112,12 +112,6 @@ pub(crate) async fn start_kv_api(refuse: usize) -> (String, Shared) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let api_base = format!("http://{}/client/v4", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, api).await.unwrap() });
-    (api_base, rec)
-}
-
-async fn publishes_to_cloudflare_kv(engine: Engine) {
-    let (api_base, rec) = start_kv_api(2).await;
-
     let app = TestApp::with_settings(TestDb::new(engine).await, |s| {
         s.sink = Some(Sink::CloudflareKv {
             api_base,
@@ -127,6 +121,11 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
         });
     })
     .await;
+    (app, rec)
+}
+
+async fn publishes_to_cloudflare_kv(engine: Engine) {
+    let (app, rec) = app_publishing_to_kv_api(engine, 2).await;
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
     let group = app.group(&acc, "Temp").await;

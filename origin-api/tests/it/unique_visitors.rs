@@ -6,10 +6,9 @@
 
 use crate::click_dimensions::{CHROME_ANDROID, DAY_MS, app, click, link, report};
 use crate::click_export::ndjson;
-use crate::common::{Engine, TestApp, TestDb};
-use crate::publisher::{Shared, start_kv_api, wait_until};
+use crate::common::{Engine, TestApp};
+use crate::publisher::{Shared, app_publishing_to_kv_api, wait_until};
 use kv_model::{SaltRecord, salt_key};
-use origin_api::publisher::Sink;
 use reqwest::Method;
 use serde_json::{Value, json};
 use shortlink_store::domain::{Day, Micros};
@@ -237,16 +236,7 @@ fn kv_value(rec: &Shared, key: &str) -> Option<String> {
 /// A test clock crosses midnight and 02:00 UTC: tomorrow's salt is made the day before, yesterday's (and its
 /// visitors' hashes) goes at 02:00, from the database and from KV through the publisher.
 async fn salts_rotate_at_two_in_the_morning(engine: Engine) {
-    let (api_base, rec) = start_kv_api(0).await;
-    let app = TestApp::with_settings(TestDb::new(engine).await, |s| {
-        s.sink = Some(Sink::CloudflareKv {
-            api_base,
-            account_id: "acc123".to_owned(),
-            namespace_id: "ns456".to_owned(),
-            api_token: "cf-token".into(),
-        });
-    })
-    .await;
+    let (app, rec) = app_publishing_to_kv_api(engine, 0).await;
     // The origin makes today's and tomorrow's salts at start and publishes them.
     let today = Day::today().0;
     wait_until("today's and tomorrow's salts in KV", || {
