@@ -29,8 +29,26 @@ impl Db {
             .bind(target)
             .execute(&self.read)
             .await?;
+        scrub_visitors(target).await?;
         std::fs::metadata(to)
             .map(|m| m.len())
             .map_err(|e| StoreError::Config(format!("{}: {e}", to.display())))
     }
+}
+
+/// Takes the unique visitors' day salts and hashes out of a backup (and vacuums again, so no free page keeps them):
+/// they must not outlive their day, and a backup is kept for longer. A restored database makes new salts at start;
+/// visitors of the day the backup was taken count again after a restore.
+async fn scrub_visitors(path: &str) -> Result<(), StoreError> {
+    use sqlx::Connection;
+    let mut copy = sqlx::AnyConnection::connect(&format!("sqlite://{path}")).await?;
+    for sql in [
+        "DELETE FROM visitor_salts",
+        "DELETE FROM day_visitors",
+        "VACUUM",
+    ] {
+        sqlx::query(sql).execute(&mut copy).await?;
+    }
+    copy.close().await?;
+    Ok(())
 }

@@ -110,7 +110,7 @@ async fn export(
 /// UTC, microseconds), `link_id`, `country`, `region`, `city`, `device`, `browser`, `os`, `referer_host`,
 /// `utm_source`, `utm_medium`, `utm_campaign` and `unique` (the visitor's first click on the link that UTC day;
 /// null where not known); unknown values are null (NDJSON) or empty (CSV). Never an address, a User-Agent or a
-/// visitor hash: none is stored. Streamed; a range starting before the retention period answers what is kept,
+/// visitor hash: no address or User-Agent is stored, and a day's visitor hashes only until 02:00 UTC the next day. Streamed; a range starting before the retention period answers what is kept,
 /// with `X-Retention-From`. Another account's link, an unknown id and a malformed id all answer 404.
 #[utoipa::path(
     get,

@@ -102,6 +102,21 @@ async fn sqlite_backup_under_write_load_restores_every_confirmed_link() {
         .await
         .unwrap();
     assert_eq!(integrity, "ok");
+    // The unique visitors' salts and hashes stay out of the copy (the live database has today's and tomorrow's).
+    let live = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let salts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM visitor_salts")
+        .fetch_one(&live)
+        .await
+        .unwrap();
+    assert!(salts >= 2, "{salts}");
+    live.close().await;
+    for table in ["visitor_salts", "day_visitors"] {
+        let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&check)
+            .await
+            .unwrap();
+        assert_eq!(n, 0, "{table} in the backup");
+    }
     check.close().await;
     let restored = start_server(&restored_url, "warn").await;
     let client = reqwest::Client::new();
