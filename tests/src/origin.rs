@@ -31,8 +31,23 @@ pub const HOST_FALLBACK: &str = "https://www.example.com/not-found";
 /// How long an origin may take to answer `/healthz` after it was spawned.
 const STARTUP_DEADLINE: Duration = Duration::from_secs(30);
 
-/// A free TCP port on 127.0.0.1 (bound, then released: a port for a process started later).
+/// A free TCP port on 127.0.0.1 (bound, then released: a port for a process started later), picked at random below
+/// Linux's ephemeral range (32768–60999). A port the system hands out (`bind(0)`, and every outgoing connection's
+/// local port) comes from that range, so between this call and the process binding it another test's client or
+/// listener could take it (CI saw "Address already in use" that way); below it, only another test's random pick can.
 pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let state = std::collections::hash_map::RandomState::new();
+    for _ in 0..1_000 {
+        let mut h = state.build_hasher();
+        h.write_u64(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        h.write_u32(std::process::id());
+        let port = 20_000 + (h.finish() % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("bind a free port")
