@@ -210,6 +210,7 @@ impl From<ServeArgs> for Settings {
             click_retention_days: a.click_retention_days,
             audit_retention_days: a.audit_retention_days,
             prune_interval: PRUNE_INTERVAL,
+            click_fold_interval: crate::click_folding::INTERVAL,
             public_url: a.public_url,
             smtp_url: a.smtp_url,
             mail_from: a.mail_from,

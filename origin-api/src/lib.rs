@@ -5,6 +5,7 @@
 //! binary in `main.rs` only wires these together.
 
 pub mod cli;
+pub mod click_folding;
 pub mod http;
 pub mod imports;
 pub mod publisher;

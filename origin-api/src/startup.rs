@@ -105,6 +105,8 @@ pub struct Settings {
     pub audit_retention_days: u32,
     /// How often old raw clicks, batch ids and activity-log rows are pruned.
     pub prune_interval: Duration,
+    /// How often the click reports' digest deltas are folded into the day rows ([`crate::click_folding`]).
+    pub click_fold_interval: Duration,
     /// The origin's public base URL (`https://links-admin.example.com`): invitation URLs are built on it, form
     /// posts from it are accepted, and when it is https the dashboard's session cookie is `Secure`. None: the
     /// listen address over http (development).
@@ -158,6 +160,7 @@ impl Settings {
             click_retention_days: DEFAULT_CLICK_RETENTION_DAYS,
             audit_retention_days: DEFAULT_AUDIT_RETENTION_DAYS,
             prune_interval: PRUNE_INTERVAL,
+            click_fold_interval: crate::click_folding::INTERVAL,
             public_url: None,
             smtp_url: None,
             mail_from: None,
@@ -212,6 +215,7 @@ pub struct Application {
     sink: Option<Sink>,
     retention: Retention,
     prune_interval: Duration,
+    click_fold_interval: Duration,
     import_runner: bool,
 }
 
@@ -361,6 +365,7 @@ impl Application {
                 audit_days: settings.audit_retention_days,
             },
             prune_interval: settings.prune_interval,
+            click_fold_interval: settings.click_fold_interval,
             import_runner: settings.import_runner,
         })
     }
@@ -432,6 +437,11 @@ impl Application {
         let salts = tokio::spawn(crate::visitor_salts::run(
             db.clone(),
             self.state.publisher.wake.clone(),
+            stopped.clone(),
+        ));
+        let folding = tokio::spawn(crate::click_folding::run(
+            db.clone(),
+            self.click_fold_interval,
             stopped.clone(),
         ));
         let retention = tokio::spawn(crate::retention::run(
@@ -506,6 +516,7 @@ impl Application {
         }
         let _ = retention.await;
         let _ = salts.await;
+        let _ = folding.await;
         let _ = webhooks.await;
         if let Some(i) = imports {
             let _ = i.await;

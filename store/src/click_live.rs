@@ -84,11 +84,14 @@ impl Db {
         })
     }
 
-    /// The account's clicks of today (UTC), from its day digest (migration 0020).
+    /// The account's clicks of today (UTC), from its day digest (migration 0020) and the deltas not folded into it
+    /// yet (migration 0022), in one statement and so one snapshot.
     pub async fn account_clicks_today(&self, account_id: &str) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(clicks), 0) AS BIGINT) AS clicks FROM account_click_digests \
-             WHERE account_id = $1 AND span = 'day' AND period = $2",
+            "SELECT CAST(COALESCE((SELECT SUM(clicks) FROM account_click_digests \
+             WHERE account_id = $1 AND span = 'day' AND period = $2), 0) + COALESCE((SELECT SUM(clicks) \
+             FROM click_digest_deltas WHERE owner = $1 AND period = $2 AND scope = 'account'), 0) AS BIGINT) \
+             AS clicks",
         )
         .bind(account_id)
         .bind(Day::today().0)

@@ -167,7 +167,8 @@ pub(crate) async fn owns(
 
 impl Db {
     /// The statistics of `scope` from `from` to `to` (both inclusive), or None when the link or group is not
-    /// the account's (or does not exist). One read transaction, so the parts agree with each other.
+    /// the account's (or does not exist). One read transaction in one snapshot, so the parts agree with each other
+    /// and the reports' deltas are counted once ([`Db::begin_snapshot_read`]).
     pub async fn click_stats(
         &self,
         account_id: &str,
@@ -175,7 +176,7 @@ impl Db {
         from: Day,
         to: Day,
     ) -> Result<Option<ClickStats>, StoreError> {
-        let mut tx = self.read.begin().await?;
+        let mut tx = self.begin_snapshot_read().await?;
         if !owns(&mut tx, account_id, scope).await? {
             return Ok(None);
         }

@@ -513,8 +513,8 @@ fn dimensions(e: &Event) -> [(Dimension, &str); 10] {
 }
 
 /// Adds a report's clicks, and its bot events (in `bots` only), to the day digests of their links, groups and
-/// accounts ([`crate::digests`]): added up in memory first, so each row is written once, links' then groups' then
-/// accounts', each in key order (the lock order, see the module's documentation).
+/// accounts ([`crate::digests`]): added up in memory per link, group and account and day, and stored as a delta
+/// row each, which the origin folds into the day rows in the background.
 async fn count(
     conn: &mut AnyConnection,
     multi_row: MultiRow,
@@ -556,9 +556,16 @@ async fn count(
             }
         }
     }
-    write::add(conn, multi_row, Scope::LINKS, &links).await?;
-    write::add(conn, multi_row, Scope::GROUPS, &groups).await?;
-    write::add(conn, multi_row, Scope::ACCOUNTS, &accounts).await
+    write::add_deltas(
+        conn,
+        multi_row,
+        [
+            (Scope::LINKS, &links),
+            (Scope::GROUPS, &groups),
+            (Scope::ACCOUNTS, &accounts),
+        ],
+    )
+    .await
 }
 
 /// One click report, normalised, as it waits to be stored.

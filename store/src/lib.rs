@@ -70,6 +70,7 @@ pub use click_stats::{
 pub use clicks::Ingested;
 pub use creation::{CreateLink, CreatedLink, Creator};
 #[doc(hidden)]
+pub use digests::fold::CHUNK as CLICK_FOLD_CHUNK;
 pub use digests::{SeedDay, SeedScope};
 pub use domains::{DomainOwner, DomainRow, DomainState};
 pub use error::{Entity, StoreError};

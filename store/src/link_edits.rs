@@ -8,7 +8,7 @@
 
 use crate::audit::{self, Action, Actor};
 use crate::digests::write::{self, Change, DayKey};
-use crate::digests::{Digest, Scope};
+use crate::digests::{Digest, Scope, fold};
 use crate::domain::{LongUrl, Micros, Tag, Title};
 use crate::error::{Entity, StoreError};
 use crate::link_options::{
@@ -121,7 +121,8 @@ impl LinkPatch {
 }
 
 /// Takes a deleted link's clicks out of the statistics: out of the day digests of the groups it was in when they
-/// happened and of its account's, then deletes its own digests (its raw clicks went with the link row). Run after
+/// happened and of its account's, then deletes its own digests (its raw clicks went with the link row). The
+/// deltas of the link, its groups and its account are folded first ([`fold::of_owners`]). Run after
 /// the link row is deleted: that waits for any click report holding the link (PostgreSQL), so every click counted
 /// for it is seen here, and the locks are taken in the reports' order (link, its digests, group digests, account
 /// digests).
@@ -130,6 +131,9 @@ async fn forget_clicks(
     account_id: &str,
     link_id: &str,
 ) -> Result<(), StoreError> {
+    let multi_row = MultiRow::of(conn);
+    // The link's reports' deltas into its day rows first, so that they hold all its clicks.
+    fold::of_owners(conn, multi_row, &[link_id]).await?;
     let rows = sqlx::query(
         "SELECT period, group_id, clicks, bots, uniques, data FROM link_click_digests \
          WHERE link_id = $1 AND span = 'day'",
@@ -161,7 +165,11 @@ async fn forget_clicks(
             change.digest.merge(&day_change.digest, 1);
         }
     }
-    let multi_row = MultiRow::of(conn);
+    // And its groups' and account's deltas into theirs, so that the link's clicks are all there to take out.
+    let mut owners: Vec<&str> = groups.keys().map(|k| k.0).collect();
+    owners.dedup();
+    owners.push(account_id);
+    fold::of_owners(conn, multi_row, &owners).await?;
     write::take_out(conn, multi_row, Scope::GROUPS, &groups).await?;
     write::take_out(conn, multi_row, Scope::ACCOUNTS, &accounts).await?;
     sqlx::query("DELETE FROM link_click_digests WHERE link_id = $1")

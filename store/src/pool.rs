@@ -228,6 +228,27 @@ impl Db {
         }
     }
 
+    /// A read transaction whose statements all see one snapshot of the database: the statistics read day rows and
+    /// the deltas not folded into them yet ([`crate::digests`]), and a fold committed between two reads of
+    /// PostgreSQL's default `READ COMMITTED` would count its clicks twice or not at all. SQLite's read transaction
+    /// (WAL) keeps the snapshot of its first read to its end already. The deltas table is a queue that fills and
+    /// empties, so PostgreSQL plans each statement for the table as it is, as [`Db::begin_queue_write`] does.
+    pub(crate) async fn begin_snapshot_read(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.link_path {
+            LinkPath::Batched(_) => self.read.begin().await,
+            LinkPath::Direct => {
+                self.read
+                    .begin_with(
+                        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+                         SET LOCAL plan_cache_mode = force_custom_plan",
+                    )
+                    .await
+            }
+        }
+    }
+
     /// A write transaction ([`Db::begin_write`]) of the webhooks' delivery loop, whose statements PostgreSQL plans
     /// for the tables as they are at each execution (`SET LOCAL`, for the transaction only, sent with the `BEGIN`
     /// in one round trip). The queue tables start empty and grow by hundreds of rows a second (keeping their dead

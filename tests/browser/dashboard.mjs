@@ -138,10 +138,33 @@ async function apiStatus(key) {
 async function shoot(page, name) {
   for (const size of [DESKTOP, PHONE]) {
     await page.setViewportSize(size);
+    await chartsEndInView(page, `${name} at ${size.width}px`);
     await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}-${size.width}.png`), fullPage: true });
     await axeCheck(page, `${name} at ${size.width}px`);
   }
   await page.setViewportSize(DESKTOP);
+}
+
+/**
+ * Each chart's last bar (today, or this minute) is in view in its frame: on a phone a chart is wider than the
+ * screen and scrolls sideways, and it must open at its end rather than at the oldest day.
+ */
+async function chartsEndInView(page, where) {
+  const frames = await page.$$eval(".chart-wrap", (wraps) =>
+    wraps.map((w) => {
+      const bars = w.querySelectorAll("svg rect");
+      if (bars.length === 0) return null;
+      const frame = w.getBoundingClientRect();
+      const last = bars[bars.length - 1].getBoundingClientRect();
+      return { label: w.getAttribute("aria-label"), left: frame.left, right: frame.right, bar: last.right, scrolls: w.scrollWidth > w.clientWidth };
+    }),
+  );
+  for (const f of frames.filter(Boolean)) {
+    assert.ok(
+      f.bar <= f.right + 1 && f.bar > f.left,
+      `${where}: the last bar of "${f.label}" is out of view (bar ends at ${f.bar}, frame ${f.left}–${f.right}, scrolls: ${f.scrolls})`,
+    );
+  }
 }
 
 // Serious and critical violations: their description (rule and elements) → the pages and widths they were on.

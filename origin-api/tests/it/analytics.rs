@@ -1095,6 +1095,8 @@ async fn long_ranges_use_checked_blocks(engine: Engine) {
     let de = on_b;
     let fr = 121 - de;
     store(&app, events).await;
+    // The blocks are built from day rows: the reports' deltas folded into them first.
+    app.fold_clicks().await;
     let range = format!(
         "from={}&to={}",
         Day(first).to_iso_date(),
@@ -1164,6 +1166,7 @@ async fn long_ranges_use_checked_blocks(engine: Engine) {
         )],
     )
     .await;
+    app.fold_clicks().await;
     let (_, after) = get(&app, &acc.key, &link_path).await;
     assert_eq!(after["total"], 122);
     assert_eq!(

@@ -279,6 +279,18 @@ impl TestApp {
         self.db.close().await;
     }
 
+    /// Folds every click digest delta waiting into the day rows, as the origin does every second.
+    pub async fn fold_clicks(&self) -> usize {
+        let mut total = 0;
+        loop {
+            let n = self.db.fold_click_deltas().await.unwrap();
+            total += n;
+            if n < shortlink_store::CLICK_FOLD_CHUNK {
+                return total;
+            }
+        }
+    }
+
     pub async fn account(&self, api_access: bool) -> Account {
         let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
         let acc = self.db.create_account(&email, api_access).await.unwrap();

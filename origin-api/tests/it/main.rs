@@ -13,6 +13,7 @@ mod backup;
 mod cli;
 mod click_dimensions;
 mod click_export;
+mod click_folding;
 mod concurrent_deletes;
 mod create_link;
 mod dashboard;

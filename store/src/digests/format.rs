@@ -47,7 +47,7 @@ impl Dimension {
 
 /// Most distinct values of one dimension in one stored digest. Visitors choose their UTM parameters and Referer, so
 /// without a bound one link's (and its group's and account's) day row could be made to grow without end, and every
-/// report would rewrite it whole. Past the bound a digest keeps the values with the most clicks ([`Digest::cap`])
+/// fold would rewrite it whole. Past the bound a digest keeps the values with the most clicks ([`Digest::cap`])
 /// and counts the others together under [`OTHER_VALUES`], which no list shows: the statistics list at most 100
 /// values of a dimension, so a flood of made-up values cannot push a real campaign with a few clicks out of them.
 /// A row then holds at most about 10 × 500 values.

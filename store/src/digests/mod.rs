@@ -7,8 +7,14 @@
 //! This replaced a counter row per day, dimension and value (migration 0005), whose rows multiplied with every new
 //! dimension: a year of a busy link read 111,690 rows, and a city dimension would have made an account's month
 //! tens of thousands. A digest row is read whole, so a range costs one row per period, whatever the values.
+//!
+//! A report does not write the day rows itself: it adds a delta row per link, group and account and day it touches
+//! ([`write::add_deltas`]), which the origin folds into the day rows a second's worth at a time ([`fold`]), and the
+//! statistics add the deltas not folded yet to what they read ([`read`]). Rewriting a busy day's row (hundreds of
+//! values) for every report made ingestion slower as the day filled up; a delta holds only the report's values.
 
 pub(crate) mod convert;
+pub(crate) mod fold;
 pub(crate) mod format;
 pub(crate) mod read;
 pub(crate) mod write;
@@ -26,21 +32,26 @@ pub(crate) struct Scope {
     pub(crate) table: &'static str,
     pub(crate) owner: &'static str,
     pub(crate) grouped: bool,
+    /// Its deltas' `scope` in `click_digest_deltas` ([`fold`]).
+    pub(crate) delta: &'static str,
 }
 
 impl Scope {
     pub(crate) const LINKS: Scope = Scope {
         table: "link_click_digests",
+        delta: "link",
         owner: "link_id",
         grouped: true,
     };
     pub(crate) const GROUPS: Scope = Scope {
         table: "group_click_digests",
+        delta: "group",
         owner: "group_id",
         grouped: false,
     };
     pub(crate) const ACCOUNTS: Scope = Scope {
         table: "account_click_digests",
+        delta: "account",
         owner: "account_id",
         grouped: false,
     };

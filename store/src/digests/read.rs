@@ -7,6 +7,8 @@
 //! block row whose revision is not the current sum is out of date and is built again. No lock is needed between
 //! the reads that build blocks and the reports that change days, and a late click for an old day is counted the
 //! next time its block is read. Only blocks wholly in the past are cached: today's clicks change the current one.
+//!
+//! The reports' deltas not folded yet ([`super::fold`]) are added on top, read in the same snapshot as the day rows.
 
 use std::collections::BTreeMap;
 
@@ -88,6 +90,8 @@ pub(crate) async fn range(
     .await?;
     let blocks = cacheable(from, to, today);
     let mut read = RangeRead::default();
+    // Each day's figures: its day rows' and then its deltas'.
+    let mut figures: BTreeMap<i64, DayFigures> = BTreeMap::new();
     // (stamp, clicks, bots) of each cacheable block that has day rows.
     let mut stamps: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
     for row in &per_day {
@@ -97,14 +101,15 @@ pub(crate) async fn range(
             row.try_get("b")?,
             row.try_get("r")?,
         );
-        if n > 0 || b > 0 {
-            read.days.push(DayFigures {
+        figures.insert(
+            day,
+            DayFigures {
                 day,
                 clicks: n,
                 bots: b,
                 uniques: row.try_get("u")?,
-            });
-        }
+            },
+        );
         let block = day.div_euclid(BLOCK_DAYS);
         if blocks.contains(&block) {
             let s = stamps.entry(block).or_default();
@@ -113,6 +118,33 @@ pub(crate) async fn range(
             s.2 += b;
         }
     }
+    // The deltas of reports not folded into the day rows yet (at most a few seconds' worth): added on top of the
+    // days and of whatever covers them (a block is built from day rows only, so it stays right to cache).
+    let deltas = sqlx::query(
+        "SELECT period, clicks, bots, uniques, data FROM click_digest_deltas \
+         WHERE owner = $1 AND period >= $2 AND period <= $3 AND scope = $4",
+    )
+    .bind(owner)
+    .bind(from)
+    .bind(to)
+    .bind(scope.delta)
+    .fetch_all(&mut *conn)
+    .await?;
+    for row in &deltas {
+        let day: i64 = row.try_get("period")?;
+        let f = figures.entry(day).or_insert(DayFigures {
+            day,
+            ..DayFigures::default()
+        });
+        f.clicks += row.try_get::<i64, _>("clicks")?;
+        f.bots += row.try_get::<i64, _>("bots")?;
+        f.uniques += row.try_get::<i64, _>("uniques")?;
+        read.blobs.push(row.try_get("data")?);
+    }
+    read.days = figures
+        .into_values()
+        .filter(|f| f.clicks > 0 || f.bots > 0)
+        .collect();
     if per_day.is_empty() {
         return Ok(read);
     }

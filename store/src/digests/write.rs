@@ -1,8 +1,9 @@
-//! Adding a report's clicks to day rows, and taking a deleted link's clicks back out of its groups' and account's.
+//! A report's clicks as delta rows ([`add_deltas`]); adding folded deltas to day rows ([`add`]); taking a deleted
+//! link's clicks back out of its groups' and account's day rows ([`take_out`]).
 //!
-//! Rows are written in key order, each once per call, so concurrent reports (and a link deletion, which takes the
-//! rows of the link, then of its groups, then of its account, as reports do) take their locks in one order and never
-//! deadlock on PostgreSQL.
+//! Day rows are written in key order, each once per call, so concurrent folds (and a link deletion, which takes the
+//! rows of the link, then of its groups, then of its account, as folds do) take their locks in one order and never
+//! deadlock on PostgreSQL. Deltas are only inserted: reports take no lock on any digest.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,6 +25,60 @@ pub(crate) struct Change {
     /// Unique visitors: the clicks that were their visitor's first of the day on their link.
     pub(crate) uniques: i64,
     pub(crate) digest: Digest,
+}
+
+impl Change {
+    /// Adds `other` to this change (a fold adding up the deltas of one day row).
+    pub(crate) fn absorb(&mut self, other: Change) {
+        self.clicks += other.clicks;
+        self.bots += other.bots;
+        self.uniques += other.uniques;
+        if self.digest.is_empty() {
+            self.digest = other.digest;
+        } else {
+            self.digest.merge(&other.digest, 1);
+        }
+    }
+}
+
+/// Stores what a report adds to each link's, group's and account's days as delta rows ([`super::fold`]), in as
+/// few multi-row inserts as the engine's bind limit allows.
+pub(crate) async fn add_deltas(
+    conn: &mut AnyConnection,
+    multi_row: MultiRow,
+    changes: [(Scope, &BTreeMap<DayKey<'_>, Change>); 3],
+) -> Result<(), StoreError> {
+    let rows: Vec<(&str, &DayKey<'_>, &Change, Vec<u8>)> = changes
+        .iter()
+        .flat_map(|(scope, map)| {
+            map.iter().map(|(key, change)| {
+                // Capped as a day row would keep it (a report can bring 1,000 values, a batch of reports more).
+                let mut d = change.digest.clone();
+                d.cap();
+                (scope.delta, key, change, d.encode())
+            })
+        })
+        .collect();
+    for (chunk, values) in multi_row.split(&rows, 8) {
+        let sql = format!(
+            "INSERT INTO click_digest_deltas (scope, owner, period, group_id, clicks, bots, uniques, data) \
+             VALUES {values}"
+        );
+        let mut q = sqlx::query(&sql);
+        for (scope, key, change, data) in chunk {
+            q = q
+                .bind(*scope)
+                .bind(key.0)
+                .bind(key.1)
+                .bind(key.2)
+                .bind(change.clicks)
+                .bind(change.bots)
+                .bind(change.uniques)
+                .bind(data.as_slice());
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
 }
 
 /// Adds `changes` to their day rows, creating the rows a day's first clicks need.
