@@ -165,6 +165,12 @@ pub(crate) struct Tally<'a> {
 }
 
 impl<'a> Tally<'a> {
+    /// Adds `n` clicks with `value` of `dimension`, borrowing the value (a report's clicks, counted before they are
+    /// stored: no allocation per click and dimension, as an owned [`Digest`] would make).
+    pub(crate) fn add(&mut self, dimension: Dimension, value: &'a str, n: i64) {
+        *self.counts.entry((dimension, value)).or_default() += n;
+    }
+
     /// Adds a stored digest.
     pub(crate) fn add_encoded(&mut self, bytes: &'a [u8]) -> Result<(), StoreError> {
         for_each(bytes, |d, v, n| {

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use sqlx::{AnyConnection, Row};
 
+use super::format::Tally;
 use super::{Digest, Scope};
 use crate::error::StoreError;
 use crate::sql_chunks::MultiRow;
@@ -41,21 +42,30 @@ impl Change {
     }
 }
 
+/// What one report adds to one link's, group's or account's day, counted with borrowed values.
+#[derive(Debug, Default)]
+pub(crate) struct Delta<'a> {
+    pub(crate) clicks: i64,
+    pub(crate) bots: i64,
+    pub(crate) uniques: i64,
+    pub(crate) tally: Tally<'a>,
+}
+
 /// Stores what a report adds to each link's, group's and account's days as delta rows ([`super::fold`]), in as
 /// few multi-row inserts as the engine's bind limit allows.
 pub(crate) async fn add_deltas(
     conn: &mut AnyConnection,
     multi_row: MultiRow,
-    changes: [(Scope, &BTreeMap<DayKey<'_>, Change>); 3],
+    deltas: [(Scope, &BTreeMap<DayKey<'_>, Delta<'_>>); 3],
 ) -> Result<(), StoreError> {
-    let rows: Vec<(&str, &DayKey<'_>, &Change, Vec<u8>)> = changes
+    let rows: Vec<(&str, &DayKey<'_>, &Delta<'_>, Vec<u8>)> = deltas
         .iter()
         .flat_map(|(scope, map)| {
-            map.iter().map(|(key, change)| {
+            map.iter().map(|(key, delta)| {
                 // Capped as a day row would keep it (a report can bring 1,000 values, a batch of reports more).
-                let mut d = change.digest.clone();
+                let mut d = delta.tally.to_digest();
                 d.cap();
-                (scope.delta, key, change, d.encode())
+                (scope.delta, key, delta, d.encode())
             })
         })
         .collect();
@@ -65,15 +75,15 @@ pub(crate) async fn add_deltas(
              VALUES {values}"
         );
         let mut q = sqlx::query(&sql);
-        for (scope, key, change, data) in chunk {
+        for (scope, key, delta, data) in chunk {
             q = q
                 .bind(*scope)
                 .bind(key.0)
                 .bind(key.1)
                 .bind(key.2)
-                .bind(change.clicks)
-                .bind(change.bots)
-                .bind(change.uniques)
+                .bind(delta.clicks)
+                .bind(delta.bots)
+                .bind(delta.uniques)
                 .bind(data.as_slice());
         }
         q.execute(&mut *conn).await?;
