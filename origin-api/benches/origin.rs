@@ -9,6 +9,7 @@
 //! 10000000, the clicks of the one link whose statistics are read at scale, 0 skips it; `BENCH_EVENT_IDS=1`, each
 //! ingested event with its own id, as the worker's queue consumer sends them; `TEST_POSTGRES_URL`;
 //! `BENCH_EXPORT_EVENTS`, default 1000000, the raw events of the one link whose click export is read, 0 skips it;
+//! `BENCH_VISITORS`, 0, 1 or 2, see [`ClickLoad`]; `BENCH_IN_FLIGHT`, default 4, the click reports sent at once;
 //! `BENCH_ENGINES=sqlite,postgres`).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -621,7 +622,7 @@ async fn bench_ingest(
                 .to_string()
         })
         .collect();
-    let concurrency = 4;
+    let concurrency = env_usize("BENCH_IN_FLIGHT", 4).max(1);
     let (rate, p50, p99) = run_timed(bodies.len(), concurrency, 200, |i| {
         client
             .post(format!("{base}/internal/v1/clicks"))
