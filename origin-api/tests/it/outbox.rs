@@ -8,7 +8,8 @@ use serde_json::json;
 use shortlink_store::Actor;
 use shortlink_store::domain::{GroupSettings, Hostname};
 
-async fn pending_keys(app: &TestApp) -> Vec<String> {
+/// Every key waiting in the outbox.
+async fn all_pending_keys(app: &TestApp) -> Vec<String> {
     app.db
         .outbox_batch(10_000)
         .await
@@ -16,6 +17,14 @@ async fn pending_keys(app: &TestApp) -> Vec<String> {
         .into_iter()
         .map(|(_, k)| k)
         .collect()
+}
+
+/// The keys waiting in the outbox, but the unique visitors' day salts (`salt:<day>`): the origin's salts task
+/// enqueues those at start, at a moment of its own, and no change under test here makes them.
+async fn pending_keys(app: &TestApp) -> Vec<String> {
+    let mut keys = all_pending_keys(app).await;
+    keys.retain(|k| !k.starts_with("salt:"));
+    keys
 }
 
 async fn drain(app: &TestApp) {
@@ -161,7 +170,7 @@ async fn every_change_enqueues_its_key(engine: Engine) {
     // Republishing queues every key of the read model.
     // blocklist + one domain + the default group (Promo is deleted) + one link + today's and tomorrow's salts
     assert_eq!(app.db.republish_all().await.unwrap(), 6);
-    let keys = pending_keys(&app).await;
+    let keys = all_pending_keys(&app).await;
     let today = shortlink_store::domain::Day::today().0;
     for want in [
         "blocklist".to_owned(),
