@@ -8,6 +8,9 @@ use std::fmt::Write;
 const WIDTH: i64 = 720;
 const HEIGHT: i64 = 200;
 const LEFT: i64 = 40;
+/// Room for the values again on the right: on a phone the chart is wider than the screen and opens scrolled to its
+/// end (today), where the left-hand values are out of view.
+const RIGHT: i64 = 40;
 const BOTTOM: i64 = 24;
 const TOP: i64 = 12;
 
@@ -103,7 +106,7 @@ fn minute_label(minute: i64) -> String {
 fn bar_chart(id: &str, title: &str, desc: &str, bars: &[(String, i64)]) -> String {
     let max = bars.iter().map(|(_, c)| *c).max().unwrap_or(0).max(1);
     let n = i64::try_from(bars.len()).unwrap_or(1).max(1);
-    let plot_w = WIDTH - LEFT - 8;
+    let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
     let slot = plot_w as f64 / n as f64;
     let mut svg = String::new();
@@ -111,21 +114,22 @@ fn bar_chart(id: &str, title: &str, desc: &str, bars: &[(String, i64)]) -> Strin
         svg,
         r##"<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-labelledby="{id}-title {id}-desc" xmlns="http://www.w3.org/2000/svg"><title id="{id}-title">{title}</title><desc id="{id}-desc">{desc}</desc>"##,
     );
-    // Gridlines at 0, half and the maximum, labelled.
+    // Gridlines at 0, half and the maximum, labelled on both sides (see RIGHT).
     // The middle line is at a whole number of clicks, placed where that number is (not at half height).
     let mid = max / 2;
     let mut lines = vec![0, max];
     if mid != 0 && mid != max {
         lines.push(mid);
     }
+    let right = WIDTH - RIGHT;
     for value in lines {
         let y = TOP + plot_h - value * plot_h / max;
         let _ = write!(
             svg,
-            r##"<line x1="{LEFT}" x2="{}" y1="{y}" y2="{y}" stroke="#e3e6ec"/><text x="{}" y="{}" font-size="13" text-anchor="end" fill="#5b6472">{value}</text>"##,
-            WIDTH - 8,
+            r##"<line x1="{LEFT}" x2="{right}" y1="{y}" y2="{y}" stroke="#e3e6ec"/><text x="{}" y="{label_y}" font-size="13" text-anchor="end" fill="#5b6472">{value}</text><text x="{}" y="{label_y}" font-size="13" fill="#5b6472" aria-hidden="true">{value}</text>"##,
             LEFT - 6,
-            y + 4
+            right + 6,
+            label_y = y + 4,
         );
     }
     for (i, (label, clicks)) in bars.iter().enumerate() {
@@ -145,7 +149,7 @@ fn bar_chart(id: &str, title: &str, desc: &str, bars: &[(String, i64)]) -> Strin
         svg,
         r##"<text x="{LEFT}" y="{}" font-size="13" fill="#5b6472">{first}</text><text x="{}" y="{}" font-size="13" text-anchor="end" fill="#5b6472">{last}</text></svg>"##,
         HEIGHT - 6,
-        WIDTH - 8,
+        WIDTH - RIGHT,
         HEIGHT - 6,
     );
     svg
@@ -230,10 +234,8 @@ mod tests {
         let svg = clicks_per_day(&[], Day(20_000), Day(20_029));
         assert_eq!(svg.matches("<rect").count(), 30);
         assert!(svg.contains("0 clicks"));
-        // The zero line and the top line are labelled even with nothing to show.
-        assert!(
-            svg.contains(">0</text>") && svg.contains(">1</text>"),
-            "{svg}"
-        );
+        // The zero line and the top line are labelled even with nothing to show, on both sides.
+        assert_eq!(svg.matches(">0</text>").count(), 2, "{svg}");
+        assert_eq!(svg.matches(">1</text>").count(), 2, "{svg}");
     }
 }

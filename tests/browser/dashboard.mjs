@@ -147,7 +147,8 @@ async function shoot(page, name) {
 
 /**
  * Each chart's last bar (today, or this minute) is in view in its frame: on a phone a chart is wider than the
- * screen and scrolls sideways, and it must open at its end rather than at the oldest day.
+ * screen and scrolls sideways, and it must open at its end rather than at the oldest day, with the scale's values
+ * (repeated on the right) in view beside it.
  */
 async function chartsEndInView(page, where) {
   const frames = await page.$$eval(".chart-wrap", (wraps) =>
@@ -156,7 +157,15 @@ async function chartsEndInView(page, where) {
       if (bars.length === 0) return null;
       const frame = w.getBoundingClientRect();
       const last = bars[bars.length - 1].getBoundingClientRect();
-      return { label: w.getAttribute("aria-label"), left: frame.left, right: frame.right, bar: last.right, scrolls: w.scrollWidth > w.clientWidth };
+      const values = [...w.querySelectorAll("svg text[aria-hidden='true']")].map((t) => t.getBoundingClientRect());
+      return {
+        label: w.getAttribute("aria-label"),
+        left: frame.left,
+        right: frame.right,
+        bar: last.right,
+        values: values.map((v) => [v.left, v.right]),
+        scrolls: w.scrollWidth > w.clientWidth,
+      };
     }),
   );
   for (const f of frames.filter(Boolean)) {
@@ -164,6 +173,13 @@ async function chartsEndInView(page, where) {
       f.bar <= f.right + 1 && f.bar > f.left,
       `${where}: the last bar of "${f.label}" is out of view (bar ends at ${f.bar}, frame ${f.left}–${f.right}, scrolls: ${f.scrolls})`,
     );
+    assert.ok(f.values.length >= 2, `${where}: "${f.label}" has no scale values on the right`);
+    for (const [left, right] of f.values) {
+      assert.ok(
+        left >= f.left - 1 && right <= f.right + 1,
+        `${where}: a scale value of "${f.label}" is out of view (${left}–${right}, frame ${f.left}–${f.right})`,
+      );
+    }
   }
 }
 
