@@ -10,6 +10,7 @@
 //! ingested event with its own id, as the worker's queue consumer sends them; `TEST_POSTGRES_URL`;
 //! `BENCH_EXPORT_EVENTS`, default 1000000, the raw events of the one link whose click export is read, 0 skips it;
 //! `BENCH_VISITORS`, 0, 1 or 2, see [`ClickLoad`]; `BENCH_IN_FLIGHT`, default 4, the click reports sent at once;
+//! `BENCH_CLICK_WRITERS`, PostgreSQL's click-writer transactions at once, default the store's;
 //! `BENCH_ENGINES=sqlite,postgres`).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -197,6 +198,9 @@ async fn bench_engine(
         .unwrap();
     let mut settings = Settings::new(fresh.url.clone());
     settings.internal_secret = Some(INTERNAL_SECRET.into());
+    settings.click_writers = std::env::var("BENCH_CLICK_WRITERS")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let app = Application::build(&settings).await.unwrap();
     let base = format!("http://{}", app.addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -634,7 +638,7 @@ async fn bench_ingest(
     rows.push(Row {
         engine: engine.into(),
         what: format!(
-            "click reports: {} events{} in reports of {REPORT_EVENTS}, {concurrency} in flight, over {} links and 4 groups",
+            "click reports: {} events{} in reports of {REPORT_EVENTS}, {concurrency} in flight{}, over {} links and 4 groups",
             load.events,
             match (load.event_ids, load.visitors) {
                 (false, 0) => "",
@@ -643,6 +647,10 @@ async fn bench_ingest(
                 (true, 1) => " with ids (today)",
                 (false, _) => " with visitor hashes (today)",
                 (true, _) => " with ids and visitor hashes (today)",
+            },
+            match std::env::var("BENCH_CLICK_WRITERS") {
+                Ok(n) if engine == "postgres" => format!(" ({n} writers)"),
+                _ => String::new(),
             },
             load.links
         ),

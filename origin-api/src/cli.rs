@@ -211,6 +211,7 @@ impl From<ServeArgs> for Settings {
             audit_retention_days: a.audit_retention_days,
             prune_interval: PRUNE_INTERVAL,
             click_fold_interval: crate::click_folding::INTERVAL,
+            click_writers: None,
             public_url: a.public_url,
             smtp_url: a.smtp_url,
             mail_from: a.mail_from,

@@ -107,6 +107,9 @@ pub struct Settings {
     pub prune_interval: Duration,
     /// How often the click reports' digest deltas are folded into the day rows ([`crate::click_folding`]).
     pub click_fold_interval: Duration,
+    /// Transactions storing click reports at once on PostgreSQL; None: the store's default (not an operator
+    /// setting: the bench compares counts).
+    pub click_writers: Option<usize>,
     /// The origin's public base URL (`https://links-admin.example.com`): invitation URLs are built on it, form
     /// posts from it are accepted, and when it is https the dashboard's session cookie is `Secure`. None: the
     /// listen address over http (development).
@@ -161,6 +164,7 @@ impl Settings {
             audit_retention_days: DEFAULT_AUDIT_RETENTION_DAYS,
             prune_interval: PRUNE_INTERVAL,
             click_fold_interval: crate::click_folding::INTERVAL,
+            click_writers: None,
             public_url: None,
             smtp_url: None,
             mail_from: None,
@@ -308,6 +312,10 @@ impl Application {
         )
         .await?
         .with_hash_limit(hashing);
+        let db = match settings.click_writers {
+            Some(n) => db.with_click_writers(n),
+            None => db,
+        };
         if settings.migrate {
             db.migrate().await?;
         }

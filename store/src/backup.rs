@@ -44,7 +44,7 @@ async fn scrub_visitors(path: &str) -> Result<(), StoreError> {
     let mut copy = sqlx::AnyConnection::connect(&format!("sqlite://{path}")).await?;
     for sql in [
         "DELETE FROM visitor_salts",
-        "DELETE FROM day_visitors",
+        "DELETE FROM day_visitor_keys",
         "VACUUM",
     ] {
         sqlx::query(sql).execute(&mut copy).await?;

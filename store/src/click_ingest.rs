@@ -1,9 +1,8 @@
-//! The store's entry point for click reports: on SQLite a report goes to the one click writer, which commits the
-//! reports waiting at the same moment together ([`crate::click_writer`]); on PostgreSQL it is written in a
-//! transaction of its own. What a report writes is [`crate::clicks`]'s. Apart from `clicks` so that the writer
-//! (which `pool` holds) and the report code do not import each other through `pool`.
+//! The store's entry point for click reports: a report goes to the click writer, which commits the reports waiting
+//! at the same moment together ([`crate::click_writer`]). What a report writes is [`crate::clicks`]'s. Apart from
+//! `clicks` so that the writer (which `pool` holds) and the report code do not import each other through `pool`.
 
-use crate::clicks::{Ingested, Report, record_reports};
+use crate::clicks::{Ingested, Report};
 use crate::domain::ClickBatchId;
 use crate::error::StoreError;
 use crate::pool::Db;
@@ -11,8 +10,8 @@ use kv_model::ClickEvent;
 
 impl Db {
     /// Stores a click report: the events whose link or group still exists, as raw events and in the day
-    /// counters, in one transaction (on SQLite, with the other reports waiting at the same moment:
-    /// [`crate::click_writer`]). With a batch id, a report whose id was stored before (and not yet pruned, see
+    /// counters, in one transaction with the other reports waiting at the same moment
+    /// ([`crate::click_writer`]). With a batch id, a report whose id was stored before (and not yet pruned, see
     /// [`Db::prune`]) stores nothing and answers [`Ingested::Duplicate`], also when two deliveries
     /// of it arrive at once.
     pub async fn record_clicks(
@@ -20,17 +19,6 @@ impl Db {
         batch: Option<&ClickBatchId>,
         events: Vec<ClickEvent>,
     ) -> Result<Ingested, StoreError> {
-        let report = Report::new(batch, events);
-        if let Some(writer) = &self.click_writer {
-            return writer.record(report).await;
-        }
-        let mut tx = self.begin_write().await?;
-        let outcome =
-            record_reports(&mut tx, self.multi_row, std::slice::from_ref(&report)).await?;
-        tx.commit().await?;
-        outcome
-            .into_iter()
-            .next()
-            .ok_or_else(|| StoreError::Internal("a click report without an outcome".to_owned()))
+        self.click_writer.record(Report::new(batch, events)).await
     }
 }

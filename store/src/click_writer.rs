@@ -1,21 +1,29 @@
-//! SQLite's batched writer of click reports (group commit), as [`crate::link_writer`] is for new links.
+//! The batched writer of click reports (group commit), on both engines, as [`crate::link_writer`] is for new links
+//! on SQLite.
 //!
-//! Reports arrive concurrently (the worker's queue consumers deliver several at once) and SQLite has one writer.
-//! One task takes every report waiting at the moment it is free (at most [`MAX_REPORTS`]) and stores them in one
-//! `BEGIN IMMEDIATE` transaction: their links and groups are looked up once, their counter increments added up
-//! together, and the pages they touch (a link's counters, its place in the raw clicks' index) are written to the
-//! WAL, and later checkpointed, once per transaction instead of once per report.
+//! Reports arrive concurrently (the worker's queue consumers deliver several at once). A writer task takes every
+//! report waiting at the moment it is free (at most [`MAX_REPORTS`]) and stores them in one transaction: their
+//! links and groups are looked up once, their counter increments added up together, and the pages they touch (a
+//! link's counters, its place in the raw clicks' index, the visitors' hashes) are written to the WAL once per
+//! transaction instead of once per report.
+//!
+//! - SQLite has one writer: one task, `BEGIN IMMEDIATE` on the single-connection write pool.
+//! - PostgreSQL: a few tasks ([`POSTGRES_WRITERS`]) share the queue, each with a transaction of its own. With a
+//!   transaction per report instead, concurrent reports queued on each other's row locks (the links' totals,
+//!   locked to the commit) and each paid a commit: ingestion fell as more reports were in flight (15.3k events/s
+//!   at 4, 9.9k at 16; BENCHMARKS.md, "Group commit on PostgreSQL"). A second task gathers and stores the next
+//!   reports while the first commits.
 //!
 //! Each report keeps its own outcome (stored n, or a duplicate batch id). When the database fails (busy beyond
-//! the timeout, I/O, a failed commit), nothing of the transaction is committed and every report in it gets that
-//! error: the worker delivers them again, and their batch ids were not claimed.
+//! the timeout, I/O, a failed commit, a deadlock), nothing of the transaction is committed and every report in it
+//! gets that error: the worker delivers them again, and their batch ids were not claimed.
 
 use crate::clicks::{Ingested, Report, record_reports};
 use crate::error::StoreError;
 use crate::sql_chunks::MultiRow;
 use sqlx::AnyPool;
 use std::sync::{Arc, OnceLock};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Mutex, mpsc, oneshot};
 
 /// Most reports in one transaction (8,000 events at most): enough to take every concurrent delivery, few
 /// enough that the write lock is never held for long.
@@ -24,41 +32,78 @@ const MAX_REPORTS: usize = 8;
 /// Reports that may wait for the writer before senders wait for room.
 const QUEUE: usize = 64;
 
+/// Writer tasks on PostgreSQL (measured: BENCHMARKS.md, "Group commit on PostgreSQL").
+pub(crate) const POSTGRES_WRITERS: usize = 2;
+
+/// How the writer's transactions begin.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Engine {
+    /// One task; `BEGIN IMMEDIATE` takes SQLite's write lock at the start (see [`crate::Db::begin_write`]).
+    Sqlite,
+    /// This many tasks, each with a plain `BEGIN`.
+    Postgres { writers: usize },
+}
+
 /// One report handed to the writer.
 struct Job {
     report: Report,
     reply: oneshot::Sender<Result<Ingested, StoreError>>,
 }
 
-/// The handle to the writer task, started on the first report (so admin commands start no task). Clones share
-/// the task; it ends when the last clone is dropped.
+/// The handle to the writer tasks, started on the first report (so admin commands start no task). Clones share
+/// the tasks; they end when the last clone is dropped.
 #[derive(Clone, Debug)]
 pub(crate) struct ClickWriter {
-    /// The single-connection write pool.
+    /// SQLite's single-connection write pool, or PostgreSQL's pool.
     write: AnyPool,
     multi_row: MultiRow,
+    engine: Engine,
     jobs: Arc<OnceLock<mpsc::Sender<Job>>>,
 }
 
 impl ClickWriter {
-    /// A writer over SQLite's single-connection write pool.
-    pub(crate) fn new(write: AnyPool, multi_row: MultiRow) -> Self {
+    /// A writer over `write`.
+    pub(crate) fn new(write: AnyPool, multi_row: MultiRow, engine: Engine) -> Self {
         Self {
             write,
             multi_row,
+            engine,
             jobs: Arc::default(),
         }
+    }
+
+    /// The same writer with `writers` tasks on PostgreSQL (at least one); SQLite keeps its one. Before the first
+    /// report only: the tasks start with it.
+    pub(crate) fn with_writers(mut self, writers: usize) -> Self {
+        if let Engine::Postgres { .. } = self.engine {
+            self.engine = Engine::Postgres {
+                writers: writers.max(1),
+            };
+        }
+        self
     }
 
     /// Stores the report in the next transaction and returns its own outcome.
     pub(crate) async fn record(&self, report: Report) -> Result<Ingested, StoreError> {
         let jobs = self.jobs.get_or_init(|| {
             let (sender, receiver) = mpsc::channel(QUEUE);
-            tokio::spawn(run(self.write.clone(), self.multi_row, receiver));
+            let (begin, writers) = match self.engine {
+                Engine::Sqlite => ("BEGIN IMMEDIATE", 1),
+                Engine::Postgres { writers } => ("BEGIN", writers),
+            };
+            let receiver = Arc::new(Mutex::new(receiver));
+            for _ in 0..writers {
+                tokio::spawn(run(
+                    self.write.clone(),
+                    self.multi_row,
+                    begin,
+                    receiver.clone(),
+                ));
+            }
             sender
         });
         let (reply, answer) = oneshot::channel();
-        let stopped = || StoreError::Internal("the SQLite click writer has stopped".to_owned());
+        let stopped = || StoreError::Internal("the click writer has stopped".to_owned());
         jobs.send(Job { report, reply })
             .await
             .map_err(|_| stopped())?;
@@ -66,16 +111,26 @@ impl ClickWriter {
     }
 }
 
-/// The writer task: a transaction of whatever is waiting, then the next.
-async fn run(write: AnyPool, multi_row: MultiRow, mut jobs: mpsc::Receiver<Job>) {
+/// A writer task: a transaction of whatever is waiting, then the next. The tasks take turns at the queue: one
+/// gathers while another stores.
+async fn run(
+    write: AnyPool,
+    multi_row: MultiRow,
+    begin: &'static str,
+    jobs: Arc<Mutex<mpsc::Receiver<Job>>>,
+) {
     let mut batch = Vec::with_capacity(MAX_REPORTS);
-    while jobs.recv_many(&mut batch, MAX_REPORTS).await > 0 {
-        commit(&write, multi_row, std::mem::take(&mut batch)).await;
+    loop {
+        let taken = jobs.lock().await.recv_many(&mut batch, MAX_REPORTS).await;
+        if taken == 0 {
+            return;
+        }
+        commit(&write, multi_row, begin, std::mem::take(&mut batch)).await;
     }
 }
 
 /// Stores the reports of `batch` in one transaction and answers each.
-async fn commit(write: &AnyPool, multi_row: MultiRow, batch: Vec<Job>) {
+async fn commit(write: &AnyPool, multi_row: MultiRow, begin: &'static str, batch: Vec<Job>) {
     // A report whose request timed out or went away is left out: its batch id stays unclaimed, so the worker's
     // next delivery of it counts.
     let (reports, replies): (Vec<Report>, Vec<_>) = batch
@@ -87,7 +142,7 @@ async fn commit(write: &AnyPool, multi_row: MultiRow, batch: Vec<Job>) {
         return;
     }
     let stored = async {
-        let mut tx = write.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = write.begin_with(begin).await?;
         let outcomes = record_reports(&mut tx, multi_row, &reports).await?;
         tx.commit().await?;
         Ok::<_, StoreError>(outcomes)

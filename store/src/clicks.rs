@@ -602,12 +602,17 @@ pub(crate) async fn record_reports(
     multi_row: MultiRow,
     reports: &[Report],
 ) -> Result<Vec<Ingested>, StoreError> {
-    let mut fresh = Vec::with_capacity(reports.len());
-    for r in reports {
-        fresh.push(match &r.batch {
-            Some(id) => claim_batch(conn, id).await?,
-            None => true,
-        });
+    // Batch ids are claimed in id order: on PostgreSQL two transactions of the click writer holding deliveries of
+    // the same reports then wait for each other in one order, never in a cycle (a deadlock would fail both).
+    let mut fresh = vec![true; reports.len()];
+    let mut order: Vec<(&ClickBatchId, usize)> = reports
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| Some((r.batch.as_ref()?, i)))
+        .collect();
+    order.sort_unstable_by(|a, b| a.0.as_str().cmp(b.0.as_str()).then(a.1.cmp(&b.1)));
+    for (id, i) in order {
+        fresh[i] = claim_batch(conn, id).await?;
     }
     let counted = || {
         reports

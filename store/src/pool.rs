@@ -2,7 +2,7 @@
 //! choices of how new links are committed and how large a multi-row statement is. This is the only place that
 //! looks at the engine.
 
-use crate::click_writer::ClickWriter;
+use crate::click_writer::{ClickWriter, Engine as ClickEngine, POSTGRES_WRITERS};
 use crate::error::StoreError;
 use crate::link_writer::LinkWriter;
 use crate::password_hashing::HashLimit;
@@ -59,9 +59,8 @@ pub struct Db {
     pub(crate) link_path: LinkPath,
     /// How multi-row statements are written ([`crate::sql_chunks`]).
     pub(crate) multi_row: MultiRow,
-    /// SQLite: click reports are stored by one writer task, several per transaction ([`crate::click_writer`]).
-    /// PostgreSQL: None, each report in a transaction of its own.
-    pub(crate) click_writer: Option<ClickWriter>,
+    /// Click reports are stored by writer tasks, several per transaction ([`crate::click_writer`]).
+    pub(crate) click_writer: ClickWriter,
     /// The process-wide bound on argon2 computations ([`crate::password_hashing`]).
     pub(crate) hashing: HashLimit,
     /// The bound on link passwords' PBKDF2 ([`crate::link_password`]): one at a time, apart from `hashing`, so
@@ -152,7 +151,7 @@ impl Db {
                 Ok(Self {
                     read,
                     link_path: LinkPath::Batched(LinkWriter::new(write.clone())),
-                    click_writer: Some(ClickWriter::new(write.clone(), multi_row)),
+                    click_writer: ClickWriter::new(write.clone(), multi_row, ClickEngine::Sqlite),
                     write,
                     multi_row,
                     hashing: HashLimit::per_core(),
@@ -167,10 +166,16 @@ impl Db {
                     .await?;
                 Ok(Self {
                     read: pool.clone(),
+                    click_writer: ClickWriter::new(
+                        pool.clone(),
+                        MultiRow::POSTGRES,
+                        ClickEngine::Postgres {
+                            writers: POSTGRES_WRITERS,
+                        },
+                    ),
                     write: pool,
                     link_path: LinkPath::Direct,
                     multi_row: MultiRow::POSTGRES,
-                    click_writer: None,
                     hashing: HashLimit::per_core(),
                     link_hashing: HashLimit::new(1, crate::password_hashing::DEFAULT_HASH_WAIT),
                     migrator: &POSTGRES_MIGRATIONS,
@@ -186,12 +191,23 @@ impl Db {
         self
     }
 
+    /// The same store with `writers` transactions storing click reports at once on PostgreSQL (default
+    /// [`crate::click_writer`]'s two; SQLite has one writer). Set once at start, before the first report.
+    pub fn with_click_writers(mut self, writers: usize) -> Self {
+        self.click_writer = self.click_writer.with_writers(writers);
+        self
+    }
+
     /// Applies pending migrations for this engine.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         self.migrator.run(&self.write).await?;
-        // The one step SQL cannot take: the day counters of migration 0005 become digests (migration 0020).
+        // The steps SQL cannot take: the day counters of migration 0005 become digests (migration 0020)…
         let mut tx = self.begin_write().await?;
         crate::digests::convert::counters_to_digests(&mut tx).await?;
+        tx.commit().await?;
+        // And the visitor hashes of migration 0021 become 64-bit keys (migration 0023).
+        let mut tx = self.begin_write().await?;
+        crate::unique_visitors::hashes_to_keys(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -821,7 +821,8 @@ async fn unique_visitors_are_counted_from_hashes_made_at_the_edge() {
         (&json!(6), &json!(5))
     );
 
-    // What is stored: a first-visit flag per raw event, hashes of 32 hex characters for today only, no address.
+    // What is stored: a first-visit flag per raw event, and per visitor of a link today one 64-bit key (the
+    // first bits of SHA-256 over the link and the worker's hash), no hash and no address.
     let firsts = s.db.query(&format!(
         "SELECT COALESCE(CAST(first_visit AS TEXT), 'null') FROM clicks WHERE link_id = '{}' ORDER BY at, id",
         id(&a)
@@ -830,14 +831,12 @@ async fn unique_visitors_are_counted_from_hashes_made_at_the_edge() {
     // Clicks reported in one batch share nothing but their order of arrival; the flags as a multiset.
     firsts.sort_unstable();
     assert_eq!(firsts, ["0", "1", "1", "1", "1"]);
-    let hashes = s.db.query("SELECT owner, visitor FROM day_visitors");
-    assert_eq!(hashes.lines().count(), 5, "{hashes}");
-    for line in hashes.lines() {
-        let visitor = line.rsplit('|').next().unwrap();
-        assert!(
-            visitor.len() == 32 && visitor.bytes().all(|c| c.is_ascii_hexdigit()),
-            "{line}"
-        );
+    let keys = s.db.query("SELECT day, visitor FROM day_visitor_keys");
+    assert_eq!(keys.lines().count(), 5, "{keys}");
+    for line in keys.lines() {
+        let (day, visitor) = line.split_once('|').unwrap();
+        assert!(day.parse::<i64>().is_ok(), "{line}");
+        assert!(visitor.parse::<i64>().is_ok(), "{line}");
     }
     let dump = s.db.query("SELECT * FROM clicks");
     assert!(

@@ -166,8 +166,32 @@ async fn ingest_counts_each_batch_once(engine: Engine) {
         .filter(|(s, b)| *s == 200 && *b == json!({"stored": 0, "duplicate": true}))
         .count();
     assert_eq!((stored.len(), duplicates), (1, 7), "{answers:?}");
-    assert_eq!(total(stats_path).await, 4);
+    assert_eq!(total(stats_path.clone()).await, 4);
     assert_eq!(raw_clicks(&app).await, 8);
+
+    // Four batches delivered four times each, all at once in crossed orders: the click writer puts several in
+    // one transaction (on PostgreSQL several transactions run at once, and they claim their batch ids in one
+    // order, never waiting on each other in a cycle). Every delivery is answered, each batch stored once.
+    let batches: Vec<String> = (0..4).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    let crossed = (0..4).flat_map(|round| {
+        let (batches, events) = (&batches, &events);
+        (0..4).map(move |i| {
+            let b = if round % 2 == 0 { i } else { 3 - i };
+            json!({"batch_id": batches[b], "events": events})
+        })
+    });
+    let answers = futures::future::join_all(crossed.map(|body| report(&app, body))).await;
+    let stored = answers
+        .iter()
+        .filter(|(s, b)| *s == 200 && *b == json!({"stored": 2}))
+        .count();
+    let duplicates = answers
+        .iter()
+        .filter(|(s, b)| *s == 200 && *b == json!({"stored": 0, "duplicate": true}))
+        .count();
+    assert_eq!((stored, duplicates), (4, 12), "{answers:?}");
+    assert_eq!(total(stats_path).await, 8);
+    assert_eq!(raw_clicks(&app).await, 16);
     app.stop().await;
 }
 

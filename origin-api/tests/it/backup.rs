@@ -110,7 +110,7 @@ async fn sqlite_backup_under_write_load_restores_every_confirmed_link() {
         .unwrap();
     assert!(salts >= 2, "{salts}");
     live.close().await;
-    for table in ["visitor_salts", "day_visitors"] {
+    for table in ["visitor_salts", "day_visitor_keys"] {
         let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&check)
             .await

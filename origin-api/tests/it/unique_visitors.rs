@@ -222,6 +222,84 @@ async fn concurrent_reports_count_a_visitor_once(engine: Engine) {
     app.stop().await;
 }
 
+/// Hashes kept before migration 0023 (in `day_visitors`, owner and hash as text) are moved into the 64-bit keys when
+/// the origin migrates: a visitor of the upgrade's day counts once across it, and the old table is gone.
+async fn visitors_kept_before_the_upgrade_still_count_once(engine: Engine) {
+    let app = app(engine).await;
+    app.platform_domain("sho.rt").await;
+    let acc = app.account(true).await;
+    let g = acc.default_group_id.clone();
+    let a = link(&app, &acc, "aaa").await;
+    let today = Day::today().0;
+    const V3: &str = "00000000000000000000000000000003";
+    // The table as migration 0021 made it, holding what the version before stored today: V1 and V2 on the link,
+    // V2 on the group's dynamic links, and V1 yesterday.
+    let pool = sqlx::AnyPool::connect(&app.test_db.url).await.unwrap();
+    sqlx::query(
+        "CREATE TABLE day_visitors (day BIGINT NOT NULL, owner TEXT NOT NULL, visitor TEXT NOT NULL, \
+         PRIMARY KEY (day, owner, visitor))",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    for (day, owner, visitor) in [
+        (today, a.as_str(), V1),
+        (today, a.as_str(), V2),
+        (today, g.as_str(), V2),
+        (today - 1, a.as_str(), V1),
+    ] {
+        sqlx::query("INSERT INTO day_visitors (day, owner, visitor) VALUES ($1, $2, $3)")
+            .bind(day)
+            .bind(owner)
+            .bind(visitor)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    app.db.migrate().await.unwrap();
+    let (kept,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM day_visitor_keys")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(kept >= 4, "{kept}");
+    assert!(
+        sqlx::query("SELECT 1 FROM day_visitors")
+            .fetch_optional(&pool)
+            .await
+            .is_err(),
+        "the old table is dropped"
+    );
+    pool.close().await;
+    // Migrating again finds nothing to move.
+    app.db.migrate().await.unwrap();
+
+    // V1 and V2 were seen today (on the link, and V2 on the dynamic links): not new; V3 is.
+    let (s, _) = report(
+        &app,
+        vec![
+            visit(Some("aaa"), &g, today, Some(V1)),
+            visit(Some("aaa"), &g, today, Some(V2)),
+            visit(None, &g, today, Some(V2)),
+            visit(Some("aaa"), &g, today, Some(V3)),
+        ],
+    )
+    .await;
+    assert_eq!(s, 200);
+    let body = stats(&app, &acc.key, &format!("links/{a}/stats"), today, today).await;
+    assert_eq!(
+        (&body["total"], &body["unique_visitors"]),
+        (&json!(3), &json!(1)),
+        "{body}"
+    );
+    let body = stats(&app, &acc.key, &format!("groups/{g}/stats"), today, today).await;
+    assert_eq!(
+        (&body["total"], &body["unique_visitors"]),
+        (&json!(4), &json!(1)),
+        "{body}"
+    );
+    app.stop().await;
+}
+
 /// The KV value the sink was last given for `key`, `None` once deleted after that.
 fn kv_value(rec: &Shared, key: &str) -> Option<String> {
     let r = rec.lock().unwrap();
@@ -274,11 +352,12 @@ async fn salts_rotate_at_two_in_the_morning(engine: Engine) {
     let hashes = |day: i64| {
         let pool = pool.clone();
         async move {
-            let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM day_visitors WHERE day = $1")
-                .bind(day)
-                .fetch_one(&pool)
-                .await
-                .unwrap();
+            let (n,): (i64,) =
+                sqlx::query_as("SELECT COUNT(*) FROM day_visitor_keys WHERE day = $1")
+                    .bind(day)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
             n
         }
     };
@@ -288,9 +367,9 @@ async fn salts_rotate_at_two_in_the_morning(engine: Engine) {
     assert_eq!(round.created, [d, d + 1]);
     assert_eq!(salts().await, [d, d + 1]);
     for day in [d, d + 1] {
-        sqlx::query("INSERT INTO day_visitors (day, owner, visitor) VALUES ($1, 'link', $2)")
+        sqlx::query("INSERT INTO day_visitor_keys (day, visitor) VALUES ($1, $2)")
             .bind(day)
-            .bind(V1)
+            .bind(1_i64)
             .execute(&pool)
             .await
             .unwrap();
@@ -328,4 +407,5 @@ both_engines!(
     a_visitor_counts_once_per_link_and_day,
     concurrent_reports_count_a_visitor_once,
     salts_rotate_at_two_in_the_morning,
+    visitors_kept_before_the_upgrade_still_count_once,
 );

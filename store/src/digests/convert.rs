@@ -19,7 +19,11 @@ const MOVES: [(&str, Scope, &str); 3] = [
 ];
 
 /// Whether `table` exists.
-async fn exists(conn: &mut AnyConnection, postgres: bool, table: &str) -> Result<bool, StoreError> {
+pub(crate) async fn table_exists(
+    conn: &mut AnyConnection,
+    postgres: bool,
+    table: &str,
+) -> Result<bool, StoreError> {
     let sql = if postgres {
         "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1"
     } else {
@@ -46,7 +50,7 @@ pub(crate) async fn counters_to_digests(conn: &mut AnyConnection) -> Result<(), 
         .await?;
     }
     for (table, scope, key) in MOVES {
-        if !exists(conn, postgres, table).await? {
+        if !table_exists(conn, postgres, table).await? {
             continue;
         }
         if postgres {
