@@ -15,7 +15,7 @@ use kv_model::visitor::SALT_GRACE_MICROS;
 use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, Row};
 
-use crate::digests::convert::table_exists;
+use crate::digests::convert::{serialise_move, take_old_table};
 use crate::domain::{DAY_MICROS, Micros, hex};
 use crate::error::StoreError;
 use crate::outbox::enqueue;
@@ -190,37 +190,20 @@ const MOVE_ROWS: i64 = 10_000;
 pub(crate) async fn hashes_to_keys(conn: &mut AnyConnection) -> Result<(), StoreError> {
     let multi_row = MultiRow::of(conn);
     let postgres = !multi_row.anonymous;
-    if postgres {
-        // Two origins starting at once: the second waits here, then finds the table gone.
-        sqlx::query(
-            "SELECT pg_advisory_xact_lock(hashtextextended('shortlink:visitors-to-keys', 0))",
-        )
-        .execute(&mut *conn)
-        .await?;
-    }
-    if !table_exists(conn, postgres, "day_visitors").await? {
+    serialise_move(conn, postgres, "visitors-to-keys").await?;
+    if !take_old_table(conn, postgres, "day_visitors").await? {
         return Ok(());
     }
-    if postgres {
-        // An origin of the version before, still running in a rolling upgrade, may be adding hashes: what it
-        // committed is moved; its later reports fail on the dropped table and are sent again by the edge.
-        sqlx::query("LOCK TABLE day_visitors IN EXCLUSIVE MODE")
-            .execute(&mut *conn)
-            .await?;
-    }
-    let mut after: Option<(i64, String, String)> = None;
+    // Keyset pages in key order, so memory holds one page however many hashes the two days have.
+    let mut after = (i64::MIN, String::new(), String::new());
     loop {
-        let (day, owner, visitor) =
-            after
-                .clone()
-                .unwrap_or((i64::MIN, String::new(), String::new()));
         let rows: Vec<(i64, String, String)> = sqlx::query_as(
             "SELECT day, owner, visitor FROM day_visitors WHERE (day, owner, visitor) > ($1, $2, $3) \
              ORDER BY day, owner, visitor LIMIT $4",
         )
-        .bind(day)
-        .bind(owner)
-        .bind(visitor)
+        .bind(after.0)
+        .bind(after.1.as_str())
+        .bind(after.2.as_str())
         .bind(MOVE_ROWS)
         .fetch_all(&mut *conn)
         .await?;
@@ -229,10 +212,11 @@ pub(crate) async fn hashes_to_keys(conn: &mut AnyConnection) -> Result<(), Store
             .map(|(d, o, v)| (*d, o.as_str(), v.as_str()))
             .collect();
         first_visits(conn, multi_row, keys).await?;
-        if (rows.len() as i64) < MOVE_ROWS {
-            break;
+        let full = rows.len() as i64 == MOVE_ROWS;
+        match rows.into_iter().next_back() {
+            Some(last) if full => after = last,
+            _ => break,
         }
-        after = rows.into_iter().next_back();
     }
     sqlx::query("DROP TABLE day_visitors")
         .execute(&mut *conn)

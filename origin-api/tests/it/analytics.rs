@@ -157,15 +157,7 @@ async fn ingest_counts_each_batch_once(engine: Engine) {
     let batch = uuid::Uuid::new_v4().to_string();
     let body = json!({"batch_id": batch, "events": events});
     let answers = futures::future::join_all((0..8).map(|_| report(&app, body.clone()))).await;
-    let stored: Vec<_> = answers
-        .iter()
-        .filter(|(s, b)| *s == 200 && *b == json!({"stored": 2}))
-        .collect();
-    let duplicates = answers
-        .iter()
-        .filter(|(s, b)| *s == 200 && *b == json!({"stored": 0, "duplicate": true}))
-        .count();
-    assert_eq!((stored.len(), duplicates), (1, 7), "{answers:?}");
+    assert_eq!(stored_and_duplicates(&answers, 2), (1, 7), "{answers:?}");
     assert_eq!(total(stats_path.clone()).await, 4);
     assert_eq!(raw_clicks(&app).await, 8);
 
@@ -181,18 +173,24 @@ async fn ingest_counts_each_batch_once(engine: Engine) {
         })
     });
     let answers = futures::future::join_all(crossed.map(|body| report(&app, body))).await;
-    let stored = answers
-        .iter()
-        .filter(|(s, b)| *s == 200 && *b == json!({"stored": 2}))
-        .count();
-    let duplicates = answers
-        .iter()
-        .filter(|(s, b)| *s == 200 && *b == json!({"stored": 0, "duplicate": true}))
-        .count();
-    assert_eq!((stored, duplicates), (4, 12), "{answers:?}");
+    assert_eq!(stored_and_duplicates(&answers, 2), (4, 12), "{answers:?}");
     assert_eq!(total(stats_path).await, 8);
     assert_eq!(raw_clicks(&app).await, 16);
     app.stop().await;
+}
+
+/// Of click reports' answers, how many stored `events` events and how many were answered as duplicates.
+fn stored_and_duplicates(answers: &[(u16, Value)], events: i64) -> (usize, usize) {
+    let count = |want: Value| {
+        answers
+            .iter()
+            .filter(|(s, b)| *s == 200 && *b == want)
+            .count()
+    };
+    (
+        count(json!({"stored": events})),
+        count(json!({"stored": 0, "duplicate": true})),
+    )
 }
 
 /// The raw events of a scope (`column` = id), counted by one expression, as the stats would list them.

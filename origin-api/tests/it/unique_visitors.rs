@@ -6,7 +6,7 @@
 
 use crate::click_dimensions::{CHROME_ANDROID, DAY_MS, app, click, link, report};
 use crate::click_export::ndjson;
-use crate::common::{Engine, TestApp};
+use crate::common::{Account, Engine, TestApp};
 use crate::publisher::{Shared, app_publishing_to_kv_api, wait_until};
 use kv_model::{SaltRecord, salt_key};
 use reqwest::Method;
@@ -193,13 +193,19 @@ async fn a_visitor_counts_once_per_link_and_day(engine: Engine) {
     app.stop().await;
 }
 
-/// Two reports of the same visitors at once: each visitor is new in exactly one of them.
-async fn concurrent_reports_count_a_visitor_once(engine: Engine) {
+/// An origin with an account whose default group (its id returned) holds the link `aaa` (its id returned).
+async fn one_link(engine: Engine) -> (TestApp, Account, String, String) {
     let app = app(engine).await;
     app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
     let g = acc.default_group_id.clone();
     let a = link(&app, &acc, "aaa").await;
+    (app, acc, g, a)
+}
+
+/// Two reports of the same visitors at once: each visitor is new in exactly one of them.
+async fn concurrent_reports_count_a_visitor_once(engine: Engine) {
+    let (app, acc, g, a) = one_link(engine).await;
     let today = Day::today().0;
     let visitors: Vec<String> = (0..200).map(|i| format!("{i:032x}")).collect();
     let events = |rev: bool| {
@@ -225,11 +231,7 @@ async fn concurrent_reports_count_a_visitor_once(engine: Engine) {
 /// Hashes kept before migration 0023 (in `day_visitors`, owner and hash as text) are moved into the 64-bit keys when
 /// the origin migrates: a visitor of the upgrade's day counts once across it, and the old table is gone.
 async fn visitors_kept_before_the_upgrade_still_count_once(engine: Engine) {
-    let app = app(engine).await;
-    app.platform_domain("sho.rt").await;
-    let acc = app.account(true).await;
-    let g = acc.default_group_id.clone();
-    let a = link(&app, &acc, "aaa").await;
+    let (app, acc, g, a) = one_link(engine).await;
     let today = Day::today().0;
     const V3: &str = "00000000000000000000000000000003";
     // The table as migration 0021 made it, holding what the version before stored today: V1 and V2 on the link,

@@ -18,8 +18,28 @@ const MOVES: [(&str, Scope, &str); 3] = [
     ("account_click_counts", Scope::ACCOUNTS, "account_id, day"),
 ];
 
-/// Whether `table` exists.
-pub(crate) async fn table_exists(
+/// Serialises a step of `Db::migrate` that moves an old table's rows (`step` names it) with the same step of
+/// another origin starting at once: on PostgreSQL the second waits here for the first's transaction, then finds the
+/// table gone; SQLite's write transaction serialises them already.
+pub(crate) async fn serialise_move(
+    conn: &mut AnyConnection,
+    postgres: bool,
+    step: &str,
+) -> Result<(), StoreError> {
+    if postgres {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("shortlink:{step}"))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Whether the old `table` is still there to move, and if so, on PostgreSQL, locked against writes to the end of
+/// the caller's transaction: an origin of the version before, still running in a rolling upgrade, may be writing
+/// to it; what it committed is moved, and its later reports fail on the dropped table and are sent again by the
+/// edge (to a new origin, once the old ones are gone).
+pub(crate) async fn take_old_table(
     conn: &mut AnyConnection,
     postgres: bool,
     table: &str,
@@ -29,37 +49,27 @@ pub(crate) async fn table_exists(
     } else {
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1"
     };
-    Ok(sqlx::query(sql)
+    let exists = sqlx::query(sql)
         .bind(table)
         .fetch_optional(&mut *conn)
         .await?
-        .is_some())
+        .is_some();
+    if exists && postgres {
+        sqlx::query(&format!("LOCK TABLE {table} IN EXCLUSIVE MODE"))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(exists)
 }
 
 /// Moves every counter table still there, in the caller's transaction.
 pub(crate) async fn counters_to_digests(conn: &mut AnyConnection) -> Result<(), StoreError> {
     let multi_row = MultiRow::of(conn);
     let postgres = !multi_row.anonymous;
-    if postgres {
-        // Two origins starting at once: the second waits here, then finds the tables gone (SQLite's write
-        // transaction serialises them already).
-        sqlx::query(
-            "SELECT pg_advisory_xact_lock(hashtextextended('shortlink:counters-to-digests', 0))",
-        )
-        .execute(&mut *conn)
-        .await?;
-    }
+    serialise_move(conn, postgres, "counters-to-digests").await?;
     for (table, scope, key) in MOVES {
-        if !table_exists(conn, postgres, table).await? {
+        if !take_old_table(conn, postgres, table).await? {
             continue;
-        }
-        if postgres {
-            // An origin of the version before, still running in a rolling upgrade, may be adding to the counters:
-            // what it committed is moved; its later reports fail on the dropped table and are sent again by the
-            // edge (to a new origin, once the old ones are gone).
-            sqlx::query(&format!("LOCK TABLE {table} IN EXCLUSIVE MODE"))
-                .execute(&mut *conn)
-                .await?;
         }
         // A few owners at a time, so memory holds their rows only, however large the tables.
         let owner_col = key.split(',').next().unwrap_or(key);
