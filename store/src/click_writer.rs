@@ -10,9 +10,9 @@
 //! - SQLite has one writer: one task, `BEGIN IMMEDIATE` on the single-connection write pool.
 //! - PostgreSQL: a few tasks ([`POSTGRES_WRITERS`]) share the queue, each with a transaction of its own. With a
 //!   transaction per report instead, concurrent reports queued on each other's row locks (the links' totals,
-//!   locked to the commit) and each paid a commit: ingestion fell as more reports were in flight (15.3k events/s
-//!   at 4, 9.9k at 16; BENCHMARKS.md, "Group commit on PostgreSQL"). A second task gathers and stores the next
-//!   reports while the first commits.
+//!   locked to the commit) and each paid a commit: ingestion fell as more reports were in flight (24.2k events/s
+//!   at 4, 16.1k at 16; with this writer 24.9k and 30.4k; BENCHMARKS.md, "Group commit on PostgreSQL, visitors as
+//!   64-bit keys"). A second task gathers and stores the next reports while the first commits.
 //!
 //! Each report keeps its own outcome (stored n, or a duplicate batch id). When the database fails (busy beyond
 //! the timeout, I/O, a failed commit, a deadlock), nothing of the transaction is committed and every report in it
@@ -32,7 +32,8 @@ const MAX_REPORTS: usize = 8;
 /// Reports that may wait for the writer before senders wait for room.
 const QUEUE: usize = 64;
 
-/// Writer tasks on PostgreSQL (measured: BENCHMARKS.md, "Group commit on PostgreSQL").
+/// Writer tasks on PostgreSQL: one leaves the server idle while it commits, more than two gained nothing steady on
+/// two cores (BENCHMARKS.md, "Group commit on PostgreSQL, visitors as 64-bit keys").
 pub(crate) const POSTGRES_WRITERS: usize = 2;
 
 /// How the writer's transactions begin.
