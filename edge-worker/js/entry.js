@@ -14,6 +14,10 @@
 // country, Accept-Language; `answer_vary`): it is kept under those facts as well, so that one visitor is never
 // given another's destination. The decision stays Rust's: this is a memo of its result with Rust's own expiry. The answers
 // are bounded in number and in bytes (./kept-answers.mjs).
+// And it reads a new isolate's first records. When the wasm holds nothing of the records a visit needs, its `fetch`
+// returns a plan of KV reads (an Array) rather than a Promise; `firstVisit` below reads them in one round, hands the
+// texts back, and calls the wasm's synchronous path again, so that no async Rust is compiled or run before that
+// response (edge-worker/src/shell/first.rs).
 // Named imports, not `import * as`: esbuild then leaves out what the entry never uses (the classes workers-rs
 // exports for features this worker has no use for), which makes the bundle smaller to parse on a new isolate.
 import {
@@ -22,6 +26,9 @@ import {
   answer_until,
   answer_vary,
   fetch as wasmFetch,
+  first_after,
+  first_fetch,
+  first_store,
   on_records_change,
   queue as wasmQueue,
 } from "./index.js";
@@ -76,13 +83,13 @@ function answerKey(request) {
   return host.length > 300 ? undefined : url + "\n" + host;
 }
 
-// Runs a handler with the recovery around it: a trap while it runs, or later in the Promise it returned, marks the
-// module for a reset before the next request.
-function guarded(handler, event, env, ctx) {
+// Runs a call into wasm with the recovery around it: a trap while it runs, or later in the Promise it returned,
+// marks the module for a reset before the next request.
+function guarded(call) {
   checkReinitialize();
   let result;
   try {
-    result = handler(event, env, ctx);
+    result = call();
   } catch (e) {
     markCritical(e);
     throw e;
@@ -96,6 +103,54 @@ function guarded(handler, event, env, ctx) {
   return result;
 }
 
+// Keeps a redirect the wasm answered with, for as long as it says (answer_until), under the request's key.
+function answered(key, request, result) {
+  if (key !== undefined && result instanceof Response) {
+    const until = answer_until();
+    if (until > Date.now()) {
+      // A smart link's redirect depends on the visitor facts its rules read (answer_vary): kept under them.
+      const headers = new Headers(result.headers);
+      answers.keep(key, request, { status: result.status, headers }, headers, until, answer_vary());
+    }
+  }
+  return result;
+}
+
+// One KV read: the text, null when KV has no such key, undefined when the read failed (the wasm's full path then
+// reads the key again, and logs the failure).
+function readKey(kv, key, cacheTtl) {
+  try {
+    return kv.get(key, { cacheTtl }).catch(() => undefined);
+  } catch {
+    return undefined;
+  }
+}
+
+// A plan from the wasm ([binding, cacheTtl, ...keys]; edge-worker/src/shell/first.rs): its keys read in one round.
+async function readPlan(env, plan) {
+  const [binding, cacheTtl, ...keys] = plan;
+  const kv = env[binding];
+  return { keys, texts: await Promise.all(keys.map((key) => readKey(kv, key, cacheTtl))) };
+}
+
+// Hands what a plan read back to the wasm, to be cached (which also ends the reads it marked as under way).
+function storeRead(read) {
+  guarded(() => first_store(read.keys, read.texts));
+}
+
+// A request whose records the isolate holds nothing of (a new isolate's first visit): the records read here, then
+// the wasm's synchronous path, with no async Rust compiled or run before the response; the group's own record
+// after it when the link's copy of its settings decided. A link first_store could not cache (KV lacks it: the origin
+// is asked) is loaded by the full path under its read's mark, so that requests waiting for it wait for that load.
+async function firstVisit(request, env, ctx, key, plan) {
+  const read = await readPlan(env, plan);
+  storeRead(read);
+  const result = answered(key, request, guarded(() => first_fetch(request, env, ctx)));
+  const after = first_after();
+  if (after !== undefined) ctx.waitUntil(readPlan(env, after).then(storeRead));
+  return result;
+}
+
 export default {
   fetch(request, env, ctx) {
     // After a trap, everything goes to the module first, which resets.
@@ -104,18 +159,11 @@ export default {
       const kept = answers.answer(key, request, Date.now());
       if (kept !== undefined) return new Response(null, kept.init);
     }
-    const result = guarded(wasmFetch, request, env, ctx);
-    if (key !== undefined && result instanceof Response) {
-      const until = answer_until();
-      if (until > Date.now()) {
-        // A smart link's redirect depends on the visitor facts its rules read (answer_vary): kept under them.
-        const headers = new Headers(result.headers);
-        answers.keep(key, request, { status: result.status, headers }, headers, until, answer_vary());
-      }
-    }
-    return result;
+    const result = guarded(() => wasmFetch(request, env, ctx));
+    if (Array.isArray(result)) return firstVisit(request, env, ctx, key, result);
+    return answered(key, request, result);
   },
   queue(batch, env, ctx) {
-    return guarded(wasmQueue, batch, env, ctx);
+    return guarded(() => wasmQueue(batch, env, ctx));
   },
 };

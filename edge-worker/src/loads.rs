@@ -47,6 +47,11 @@ impl Ticket {
     pub fn key(&self) -> &str {
         &self.key
     }
+
+    /// The load's number ([`Loads::under_way`] gives it while the load is the key's current one).
+    pub fn number(&self) -> u64 {
+        self.number
+    }
 }
 
 impl Loads {
@@ -200,6 +205,21 @@ mod tests {
         assert_eq!(loads.under_way("link:h:b", 1), Some(unrelated.number));
         let after = loads.start("link:h:a", 1);
         assert!(loads.may_cache(&after));
+    }
+
+    #[test]
+    fn a_tickets_number_is_the_one_under_way_until_replaced() {
+        let mut loads = Loads::new();
+        let read = loads.start("blocklist", 0);
+        assert_eq!(loads.under_way("blocklist", 1), Some(read.number()));
+        let newer = loads.start("blocklist", 2);
+        assert_ne!(loads.under_way("blocklist", 3), Some(read.number()));
+        assert_eq!(loads.under_way("blocklist", 3), Some(newer.number()));
+        assert_eq!(
+            loads.under_way("blocklist", 2 + JOIN_TIMEOUT_MS),
+            None,
+            "lost after the join timeout"
+        );
     }
 
     #[test]

@@ -27,8 +27,6 @@
 //! origin's status, and error texts of the platform (shortened to [`MAX_TEXT_CHARS`]). The constructors below
 //! take no visitor input, so no caller can add any.
 
-use serde_json::Value;
-
 use crate::click_queue::BatchAction;
 use crate::origin::Failure;
 
@@ -112,8 +110,8 @@ pub enum Via {
 /// The KV-miss lookup of `short_code` on `host` got no usable answer: the visitor got the domain's fallback.
 pub fn origin_lookup_failed(host: &str, short_code: &str, failure: Failure) -> Line {
     let mut fields = vec![
-        ("host", Value::from(short(host))),
-        ("short_code", Value::from(short(short_code))),
+        ("host", Field::from(short(host))),
+        ("short_code", Field::from(short(short_code))),
     ];
     fields.extend(failure_fields(failure));
     line(Level::Error, "origin_lookup_failed", fields)
@@ -123,8 +121,8 @@ pub fn origin_lookup_failed(host: &str, short_code: &str, failure: Failure) -> L
 /// checked right now (never let through unchecked). No password, address or cookie in the line.
 pub fn origin_password_attempt_failed(host: &str, short_code: &str, failure: Failure) -> Line {
     let mut fields = vec![
-        ("host", Value::from(short(host))),
-        ("short_code", Value::from(short(short_code))),
+        ("host", Field::from(short(host))),
+        ("short_code", Field::from(short(short_code))),
     ];
     fields.extend(failure_fields(failure));
     line(Level::Error, "origin_password_attempt_failed", fields)
@@ -137,8 +135,8 @@ pub fn password_hash_unusable(host: &str, short_code: &str) -> Line {
         Level::Error,
         "password_hash_unusable",
         vec![
-            ("host", Value::from(short(host))),
-            ("short_code", Value::from(short(short_code))),
+            ("host", Field::from(short(host))),
+            ("short_code", Field::from(short(short_code))),
         ],
     )
 }
@@ -147,8 +145,8 @@ pub fn password_hash_unusable(host: &str, short_code: &str) -> Line {
 /// (`drop`, a 4xx such as 401: the same batch would be refused again).
 pub fn origin_clicks_failed(failure: Failure, events: usize, retry: bool) -> Line {
     let mut fields = failure_fields(failure);
-    fields.push(("events", Value::from(events)));
-    fields.push(("action", Value::from(if retry { "retry" } else { "drop" })));
+    fields.push(("events", Field::from(events)));
+    fields.push(("action", Field::from(if retry { "retry" } else { "drop" })));
     line(Level::Error, "origin_clicks_failed", fields)
 }
 
@@ -160,9 +158,9 @@ pub fn kv_read_failed(key: &str, error: &str, suppressed: u64) -> Line {
         Level::Error,
         "kv_read_failed",
         vec![
-            ("key", Value::from(short(key))),
-            ("error", Value::from(short(error))),
-            ("suppressed", Value::from(suppressed)),
+            ("key", Field::from(short(key))),
+            ("error", Field::from(short(error))),
+            ("suppressed", Field::from(suppressed)),
         ],
     )
 }
@@ -182,10 +180,10 @@ pub fn kv_write_failed(key: &str, op: KvWrite, via: Via, error: &str) -> Line {
         Level::Error,
         "kv_write_failed",
         vec![
-            ("key", Value::from(short(key))),
-            ("op", Value::from(op)),
-            ("via", Value::from(via)),
-            ("error", Value::from(short(error))),
+            ("key", Field::from(short(key))),
+            ("op", Field::from(op)),
+            ("via", Field::from(via)),
+            ("error", Field::from(short(error))),
         ],
     )
 }
@@ -200,7 +198,7 @@ pub fn kv_binding_missing(binding: &str, via: Via) -> Line {
     line(
         Level::Error,
         "kv_binding_missing",
-        vec![("binding", Value::from(binding)), ("via", Value::from(via))],
+        vec![("binding", Field::from(binding)), ("via", Field::from(via))],
     )
 }
 
@@ -211,8 +209,8 @@ pub fn sync_refused(status: u16, reason: &str) -> Line {
         Level::Warn,
         "sync_refused",
         vec![
-            ("status", Value::from(status)),
-            ("reason", Value::from(short(reason))),
+            ("status", Field::from(status)),
+            ("reason", Field::from(short(reason))),
         ],
     )
 }
@@ -224,10 +222,10 @@ pub fn click_queue_send_failed(error: &str, direct: bool) -> Line {
         Level::Error,
         "click_queue_send_failed",
         vec![
-            ("error", Value::from(short(error))),
+            ("error", Field::from(short(error))),
             (
                 "action",
-                Value::from(if direct { "direct" } else { "drop" }),
+                Field::from(if direct { "direct" } else { "drop" }),
             ),
         ],
     )
@@ -240,17 +238,17 @@ pub fn queue_clicks_failed(failure: Option<Failure>, events: usize, action: Batc
     let mut fields = match failure {
         Some(failure) => failure_fields(failure),
         None if action == BatchAction::DeadLetter => {
-            vec![("failure", Value::from("invalid_message"))]
+            vec![("failure", Field::from("invalid_message"))]
         }
-        None => vec![("failure", Value::from("no_origin"))],
+        None => vec![("failure", Field::from("no_origin"))],
     };
-    fields.push(("events", Value::from(events)));
+    fields.push(("events", Field::from(events)));
     let action = match action {
         BatchAction::Ack => "ack",
         BatchAction::Retry => "retry",
         BatchAction::DeadLetter => "dead_letter",
     };
-    fields.push(("action", Value::from(action)));
+    fields.push(("action", Field::from(action)));
     line(Level::Error, "queue_clicks_failed", fields)
 }
 
@@ -261,23 +259,23 @@ pub fn dead_letter_send_failed(error: &str, events: usize) -> Line {
         Level::Error,
         "dead_letter_send_failed",
         vec![
-            ("error", Value::from(short(error))),
-            ("events", Value::from(events)),
+            ("error", Field::from(short(error))),
+            ("events", Field::from(events)),
         ],
     )
 }
 
 /// `failure` and, for an HTTP status, `status`.
-fn failure_fields(failure: Failure) -> Vec<(&'static str, Value)> {
+fn failure_fields(failure: Failure) -> Vec<(&'static str, Field)> {
     match failure {
         Failure::Status(status) => vec![
-            ("failure", Value::from("status")),
-            ("status", Value::from(status)),
+            ("failure", Field::from("status")),
+            ("status", Field::from(status)),
         ],
-        Failure::InvalidBody => vec![("failure", Value::from("invalid_body"))],
-        Failure::Timeout => vec![("failure", Value::from("timeout"))],
-        Failure::Transport => vec![("failure", Value::from("transport"))],
-        Failure::Request => vec![("failure", Value::from("request"))],
+        Failure::InvalidBody => vec![("failure", Field::from("invalid_body"))],
+        Failure::Timeout => vec![("failure", Field::from("timeout"))],
+        Failure::Transport => vec![("failure", Field::from("transport"))],
+        Failure::Request => vec![("failure", Field::from("request"))],
     }
 }
 
@@ -289,15 +287,61 @@ fn short(text: &str) -> String {
     }
 }
 
+/// A field's value: a text or a count. Not `serde_json::Value`, whose serializer (with float formatting) and map
+/// type would be in the wasm for these lines alone (BENCHMARKS.md, "Cold start").
+enum Field {
+    Text(String),
+    Number(u64),
+}
+
+impl From<&str> for Field {
+    fn from(text: &str) -> Self {
+        Field::Text(text.to_owned())
+    }
+}
+
+impl From<String> for Field {
+    fn from(text: String) -> Self {
+        Field::Text(text)
+    }
+}
+
+impl From<u64> for Field {
+    fn from(n: u64) -> Self {
+        Field::Number(n)
+    }
+}
+
+impl From<u16> for Field {
+    fn from(n: u16) -> Self {
+        Field::Number(n.into())
+    }
+}
+
+impl From<usize> for Field {
+    fn from(n: usize) -> Self {
+        Field::Number(n as u64)
+    }
+}
+
+/// `text` as a JSON string, escaped by serde_json's string serializer (which cannot fail on a `str`).
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
 /// `{"event":…,<fields in order>}`: `event` first, so the lines read well in a terminal too. JSON string escaping
 /// keeps it one line whatever the texts contain.
-fn line(level: Level, event: &str, fields: Vec<(&str, Value)>) -> Line {
-    let mut text = format!("{{\"event\":{}", Value::from(event));
+fn line(level: Level, event: &str, fields: Vec<(&str, Field)>) -> Line {
+    let mut text = String::from("{\"event\":");
+    text.push_str(&json_string(event));
     for (name, value) in fields {
         text.push(',');
-        text.push_str(&Value::from(name).to_string());
+        text.push_str(&json_string(name));
         text.push(':');
-        text.push_str(&value.to_string());
+        match value {
+            Field::Text(t) => text.push_str(&json_string(&t)),
+            Field::Number(n) => text.push_str(&n.to_string()),
+        }
     }
     text.push('}');
     Line { level, text }
@@ -306,7 +350,7 @@ fn line(level: Level, event: &str, fields: Vec<(&str, Value)>) -> Line {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn parsed(line: &Line) -> Value {
         assert!(!line.text.contains('\n'), "one line: {}", line.text);

@@ -6,7 +6,7 @@
 //! → 200 {"ok":true,"put":1,"deleted":1} | 400 {"ok":false,"error":"…"} | 401 {"ok":false,"error":"unauthorized"}
 //! ```
 //!
-//! Values are stored as their compact JSON text. Puts and deletes are idempotent, so the origin's publisher can
+//! Values are stored as the JSON text the origin sent (its publisher sends compact JSON). Puts and deletes are idempotent, so the origin's publisher can
 //! retry a batch whose answer it did not get. The route also evicts the keys from this isolate's cache (other
 //! isolates see the change when their entries expire). Without a configured secret the route does not exist (404).
 
@@ -52,7 +52,9 @@ struct RawBatch {
 #[serde(deny_unknown_fields)]
 struct RawPut {
     key: String,
-    value: serde_json::Value,
+    /// The value's text as sent, checked as JSON but not parsed into a tree: a `serde_json::Value` would bring its
+    /// parser, map type and serializer into the wasm for this route alone (BENCHMARKS.md, "Cold start").
+    value: Box<serde_json::value::RawValue>,
 }
 
 /// Parses and checks a request body: at most [`MAX_BODY_BYTES`] and [`MAX_OPS`], keys of the KV contract
@@ -73,10 +75,11 @@ pub fn parse_batch(body: &[u8]) -> Result<Batch, String> {
     let mut puts = Vec::with_capacity(raw.put.len());
     for put in raw.put {
         check_key(&put.key)?;
-        if !put.value.is_object() {
+        // A raw value holds no whitespace around it: an object's text starts with its brace.
+        if !put.value.get().starts_with('{') {
             return Err(format!("value_not_an_object: {}", put.key));
         }
-        puts.push((put.key, put.value.to_string()));
+        puts.push((put.key, String::from(put.value.get())));
     }
     for key in &raw.delete {
         check_key(key)?;
@@ -133,15 +136,20 @@ pub fn authorize(header: Option<&str>, secret: Option<&str>) -> Auth {
     }
 }
 
-/// The `200` body: `{"ok":true,"put":n,"deleted":m}`.
+/// The `200` body: `{"deleted":m,"ok":true,"put":n}`.
 pub fn ok_body(batch: &Batch) -> String {
-    serde_json::json!({"ok": true, "put": batch.puts.len(), "deleted": batch.deletes.len()})
-        .to_string()
+    format!(
+        "{{\"deleted\":{},\"ok\":true,\"put\":{}}}",
+        batch.deletes.len(),
+        batch.puts.len()
+    )
 }
 
-/// An error body: `{"ok":false,"error":"…"}`.
+/// An error body: `{"error":"…","ok":false}`.
 pub fn error_body(error: &str) -> String {
-    serde_json::json!({"ok": false, "error": error}).to_string()
+    // serde_json's string serializer escapes the text; it cannot fail on a `str`.
+    let error = serde_json::to_string(error).unwrap_or_default();
+    format!("{{\"error\":{error},\"ok\":false}}")
 }
 
 #[cfg(test)]
@@ -159,11 +167,11 @@ mod tests {
             vec![
                 (
                     "link:go.example:abc".to_string(),
-                    r#"{"v":1,"x":[1,2]}"#.to_string()
+                    r#"{"v":1,"x":[1, 2]}"#.to_string()
                 ),
                 (
                     "blocklist".to_string(),
-                    r#"{"domains":[],"v":1}"#.to_string()
+                    r#"{"v":1,"domains":[]}"#.to_string()
                 ),
             ]
         );

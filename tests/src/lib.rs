@@ -253,7 +253,18 @@ impl Worker {
         self.kv_faults(None).await
     }
 
+    /// How many times the worker has read each KV key so far, failed reads included (`KV_FAULTS=1` workers only).
+    pub async fn kv_reads(&self) -> std::collections::HashMap<String, u64> {
+        let body = self.kv_faults_answer(None).await;
+        serde_json::from_value(body["reads"].clone()).expect("reads by key")
+    }
+
     async fn kv_faults(&self, set: Option<&[&str]>) -> u64 {
+        let body = self.kv_faults_answer(set).await;
+        body["failed_reads"].as_u64().expect("failed_reads")
+    }
+
+    async fn kv_faults_answer(&self, set: Option<&[&str]>) -> Value {
         let url = format!("{}/__test/kv-faults", self.url.trim_end_matches('/'));
         let req = match set {
             Some(keys) => self.client.post(url).json(&json!({ "fail": keys })),
@@ -265,8 +276,7 @@ impl Worker {
             200,
             "a worker started with KV_FAULTS=1"
         );
-        let body: Value = resp.json().await.expect("kv-faults JSON");
-        body["failed_reads"].as_u64().expect("failed_reads")
+        resp.json().await.expect("kv-faults JSON")
     }
 
     /// Every line the worker process has written so far (its log lines, workerd's messages), oldest first.

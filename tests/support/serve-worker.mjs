@@ -15,9 +15,9 @@
 // KV_FAULTS=1 serves the worker behind a test-only entry module (below, `kvFaultsEntry`) that hands it a KV binding
 // whose reads of chosen keys fail, as a failing KV read does (a rejected promise): `POST /__test/kv-faults` with
 // `{"fail": ["group:…", "blocklist"]}` sets the keys (any host; the request never reaches the worker) and answers
-// `{"fail": […], "failed_reads": n}`, n counting the reads failed so far. --floor serves a JavaScript
-// worker that answers every request with a fixed
-// 302: the benchmark's baseline for what workerd itself costs.
+// `{"fail": […], "failed_reads": n, "reads": {key: m}}`, n counting the reads failed so far and m every read of
+// each key (`GET` answers the same without changing the keys). --floor serves a JavaScript worker that answers every
+// request with a fixed 302: the benchmark's baseline for what workerd itself costs.
 //
 // Miniflare is used directly, not `wrangler dev`, because wrangler's dev proxy halves throughput. Requests keep
 // their Host header, which names the domain. `request.cf` has no country or bot score unless a request sends an
@@ -56,7 +56,9 @@ for (const name of [
 const kvFaultsEntry = `import worker from "./index.js";
 const failing = new Set();
 let failedReads = 0;
+const reads = new Map();
 function read(kv, method, key, options) {
+  reads.set(key, (reads.get(key) ?? 0) + 1);
   if (failing.has(key)) {
     failedReads++;
     return Promise.reject(new Error("KV GET failed: 500 Internal Server Error (injected by the test)"));
@@ -87,7 +89,7 @@ export default {
         failing.clear();
         for (const key of (await request.json()).fail ?? []) failing.add(key);
       }
-      return Response.json({ fail: [...failing], failed_reads: failedReads });
+      return Response.json({ fail: [...failing], failed_reads: failedReads, reads: Object.fromEntries(reads) });
     }
     return worker.fetch(request, faulty(env), ctx);
   },

@@ -928,6 +928,87 @@ async fn a_first_visit_uses_the_links_copy_of_its_groups_settings_then_the_group
         .assert_destination("https://dest.example/also");
 }
 
+/// The first-visit path (edge-worker/src/shell/first.rs): an isolate that holds nothing of a link reads the link
+/// and the blocklist in one round, before any async Rust runs, and answers from the link's copy of its group's
+/// settings; the group's own record is read after that response and decides from the next visit on. Here the group
+/// has added an interstitial since the link was published: the first visit redirects (the copy), the next ones show
+/// the interstitial (the group). Every record is read once: what the first visit read is cached, not read again by
+/// the full path. A dynamic link's first visit reads its domain, group and the blocklist in one round the same way.
+#[tokio::test]
+async fn a_first_visit_reads_each_record_once() {
+    let w = Worker::start_with(Options {
+        env: vec![(s("KV_FAULTS"), s("1"))],
+        ..Options::default()
+    });
+    let other_group = "1c8d7b2f-8e4a-4d66-8b66-3e2d2a6f9b21";
+    w.sync(
+        vec![
+            (format!("domain:{HOST}"), domain(true, Some(HOST_FALLBACK))),
+            (
+                format!("group:{GROUP}"),
+                group(&key(), json!({"monetization": {"interstitial_seconds": 3}})),
+            ),
+            (format!("group:{other_group}"), group(&key(), json!({}))),
+            (s("blocklist"), json!({"v": 1, "domains": ["evil.example"]})),
+            (
+                format!("link:{HOST}:fresh"),
+                link_with("https://dest.example/fresh", |l| {
+                    l.group_settings = Some(Default::default());
+                }),
+            ),
+        ],
+        vec![],
+    )
+    .await;
+    let browser = [("User-Agent", BROWSER_UA)];
+    w.visit(HOST, "/fresh", &browser)
+        .await
+        .assert_destination("https://dest.example/fresh");
+    // The group's own record, read after that response, decides from then on: the interstitial.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let v = w.visit(HOST, "/fresh", &browser).await;
+        if v.status == 200 {
+            assert!(v.body.contains("https://dest.example/fresh"));
+            break;
+        }
+        v.assert_destination("https://dest.example/fresh");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the group's record never replaced the copy"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let reads = w.kv_reads().await;
+    for key in [
+        format!("link:{HOST}:fresh"),
+        s("blocklist"),
+        format!("group:{GROUP}"),
+    ] {
+        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
+    }
+    assert_eq!(reads.get(&format!("domain:{HOST}")), None, "{reads:?}");
+
+    // A dynamic link in a group the isolate has not read: the domain and the group, the blocklist already held.
+    let path = dynamic_path(
+        other_group,
+        &token(&key(), &Payload::new("https://dest.example/dynamic")),
+    );
+    for _ in 0..2 {
+        w.visit(HOST, &path, &[])
+            .await
+            .assert_destination("https://dest.example/dynamic");
+    }
+    let reads = w.kv_reads().await;
+    for key in [
+        format!("domain:{HOST}"),
+        format!("group:{other_group}"),
+        s("blocklist"),
+    ] {
+        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
+    }
+}
+
 /// Smart links (issue 25) at the edge: each rule condition alone and combined, rule order, the redirect's status,
 /// an expired link's `expired_url`, and the blocklist on whatever a rule chose. Kept answers never carry one
 /// visitor's destination to another: the same URL alternates between visitors, several times each.

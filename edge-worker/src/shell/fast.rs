@@ -13,6 +13,8 @@ use std::cell::{Cell, RefCell};
 use wasm_bindgen::JsValue;
 use worker::worker_sys::web_sys;
 
+use kv_model::BLOCKLIST_KEY;
+
 use super::records;
 use crate::bounded::BoundedMap;
 use crate::config;
@@ -23,10 +25,22 @@ use crate::smart;
 use crate::visitor::Visitor;
 
 /// The redirect for `req` when the isolate holds everything it needs, and until when (UNIX ms) it stays the
-/// answer to the same request ([`decision::answer_until`]); else `None`.
-pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Response, u64)> {
+/// answer to the same request ([`decision::answer_until`]); else `None`, with the KV keys of the route's records the
+/// isolate does not hold fresh added to `wanted` (for the first-visit path, [`super::first`]).
+///
+/// `first`: the call after the first-visit path has read a persistent link (and the blocklist): a link whose
+/// group the isolate has never read is then decided from the copy of the group's settings its record carries, as
+/// the full path does on a first visit ([`super::persistent`]); that answer is not kept, and the group's own record
+/// is read after the response ([`take_group_after`]).
+pub(super) fn answer(
+    req: &web_sys::Request,
+    now_ms: u64,
+    first: bool,
+    wanted: &mut Vec<String>,
+) -> Option<(web_sys::Response, u64)> {
     // A request answered otherwise never reports the previous answer's facts.
     ANSWER_VARY.with(|v| v.set(0));
+    GROUP_AFTER.with(|g| g.take());
     let method = req.method();
     let head = match method.as_str() {
         "GET" => false,
@@ -45,21 +59,44 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
     let now = i64::try_from(now_ms).ok()?;
     // Whether the redirect is worth keeping (its JS init here, the answer in the entry module): not for a token
     // this isolate opens for the first time, as most tokens are seen once (a campaign's are seen again: kept then).
+    // The group a first visit's answer was decided for from the link's copy.
+    let mut read_after = None;
     let (decision, until, keep) = match route::route(&method, path, query) {
         Route::Persistent { code } => {
             // A cached absence falls back, which needs the domain record: the full path.
-            let (link, link_until) = records::fresh_link(&host, &code, now_ms)?;
+            let Some((link, link_until)) = records::fresh_link(&host, &code, now_ms) else {
+                wanted.push(kv_model::link_key(&host, &code));
+                wanted.push(BLOCKLIST_KEY.to_owned());
+                return None;
+            };
             let link = link?;
             // A link with a password or a preview card takes the full path (a cookie or a crawler changes the
             // answer); rules and a redirect status do not: their answer is keyed by the facts the rules read.
             if !link.is_active || link.expired(now) || !smart::fast_path_ok(&link) {
                 return None;
             }
-            let (group, group_until) = records::fresh_group(&link.group_id, now_ms)?;
-            if decision::needs_visitor(Some(&group.settings)) {
+            let group_record;
+            let (settings, group_until, group_after) =
+                match records::fresh_group(&link.group_id, now_ms) {
+                    Some((group, until)) => {
+                        group_record = group;
+                        (&group_record.settings, until, None)
+                    }
+                    // A first visit decides from the link's copy, never kept (an answer until 0).
+                    None if first
+                        && records::untouched(&kv_model::group_key(&link.group_id), now_ms) =>
+                    {
+                        (link.group_settings.as_ref()?, 0, Some(&link.group_id))
+                    }
+                    None => return None,
+                };
+            if decision::needs_visitor(Some(settings)) {
                 return None;
             }
-            let (blocklist, blocklist_until) = records::fresh_blocklist(now_ms)?;
+            let Some((blocklist, blocklist_until)) = records::fresh_blocklist(now_ms) else {
+                wanted.push(BLOCKLIST_KEY.to_owned());
+                return None;
+            };
             let vary = smart::vary(&link);
             let visitor = if vary == 0 {
                 Visitor::default()
@@ -74,7 +111,7 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
             };
             let decision = decision::decide_persistent(
                 Some(&link),
-                LinkGroup::Rules(&group.settings),
+                LinkGroup::Rules(settings),
                 Some(blocklist.as_ref()),
                 &visitor,
                 query,
@@ -88,15 +125,30 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
             };
             let until = decision::answer_until(records_until, changes_at);
             ANSWER_VARY.with(|v| v.set(vary));
+            read_after = group_after.cloned();
             (decision, until, true)
         }
         Route::Dynamic { group_id, token } => {
-            let (domain, domain_until) = records::fresh_domain(&host, now_ms)?;
-            let (group, group_until) = records::fresh_group(&group_id, now_ms)?;
+            // The three records do not depend on each other: a first visit reads all it lacks in one round.
+            let (domain, group, blocklist) = (
+                records::fresh_domain(&host, now_ms),
+                records::fresh_group(&group_id, now_ms),
+                records::fresh_blocklist(now_ms),
+            );
+            let (
+                Some((domain, domain_until)),
+                Some((group, group_until)),
+                Some((blocklist, blocklist_until)),
+            ) = (domain, group, blocklist)
+            else {
+                wanted.push(kv_model::domain_key(&host));
+                wanted.push(kv_model::group_key(&group_id));
+                wanted.push(BLOCKLIST_KEY.to_owned());
+                return None;
+            };
             if decision::needs_visitor(Some(&group.settings)) {
                 return None;
             }
-            let (blocklist, blocklist_until) = records::fresh_blocklist(now_ms)?;
             // The memo's entry for a token seen before: its expiry (in seconds) is the payload's, known before
             // deciding. One lookup serves both the keeping and the answer's bound.
             let seen_expiry = token.as_deref().and_then(|t| group.opened_expiry(t));
@@ -118,7 +170,11 @@ pub(super) fn answer(req: &web_sys::Request, now_ms: u64) -> Option<(web_sys::Re
     };
     match decision.outcome {
         Outcome::Destination(url) if !decision.analytics => {
-            Some((redirect(url, decision.status, head, keep)?, until))
+            let response = redirect(url, decision.status, head, keep)?;
+            // Told to the entry module only with the redirect: a request that goes on to the full path has its
+            // group read there.
+            GROUP_AFTER.with(|g| g.set(read_after));
+            Some((response, until))
         }
         _ => None,
     }
@@ -149,6 +205,17 @@ fn visitor(req: &web_sys::Request, vary: u32) -> Visitor {
         false,
     )
     .with_accept_language(header(smart::VARY_LANGUAGE, "Accept-Language").as_deref())
+}
+
+thread_local! {
+    /// The group a first visit's redirect was decided for from the link's copy of its settings: its own record is
+    /// to be read after the response ([`take_group_after`]).
+    static GROUP_AFTER: Cell<Option<String>> = const { Cell::new(None) };
+}
+
+/// The group whose record the entry module reads after the response [`answer`] just gave, if any.
+pub(super) fn take_group_after() -> Option<String> {
+    GROUP_AFTER.with(Cell::take)
 }
 
 thread_local! {

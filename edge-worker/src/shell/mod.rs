@@ -6,6 +6,7 @@
 
 mod click_queue;
 mod fast;
+mod first;
 mod kv;
 mod origin_io;
 mod password_io;
@@ -80,8 +81,10 @@ fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
 
 /// The Workers fetch entry point, exported by hand rather than with `#[event(fetch)]`: a request the isolate can
 /// answer from what it holds ([`fast`]) gets its `Response` at once, with no `Promise`, no future and no
-/// `worker::Request` (whose conversion reads the method, URL, headers and `cf` up front); every other request
-/// takes [`handle`] as a `Promise`, as the macro would have made it.
+/// `worker::Request` (whose conversion reads the method, URL, headers and `cf` up front); a request whose records
+/// the isolate holds nothing of gets the plan of their reads ([`first`]: an `Array`, which the entry module reads and
+/// comes back with to [`first::first_fetch`]); every other request takes [`handle`] as a `Promise`, as the macro
+/// would have made it.
 #[wasm_bindgen::prelude::wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the runtime, not by Rust paths
 pub fn fetch(
@@ -89,14 +92,28 @@ pub fn fetch(
     env: Env,
     ctx: worker::worker_sys::Context,
 ) -> JsValue {
+    answer(req, env, ctx, false)
+}
+
+/// [`fetch`], and [`first::first_fetch`] when `first` (its records just read: never a plan again).
+fn answer(
+    req: worker::worker_sys::web_sys::Request,
+    env: Env,
+    ctx: worker::worker_sys::Context,
+    first: bool,
+) -> JsValue {
     // js_sys's static Date.now(): one call out of wasm, no Date object.
     let now_ms = js_sys::Date::now() as u64;
     // Reads the configuration on the isolate's first request (the cache TTL among it) before the cache is used.
     isolate_config(&env);
-    let answer = fast::answer(&req, now_ms);
+    let mut wanted = Vec::new();
+    let answer = fast::answer(&req, now_ms, first, &mut wanted);
     ANSWER_UNTIL.with(|u| u.set(answer.as_ref().map_or(0, |(_, until)| *until)));
     if let Some((response, _)) = answer {
         return response.into();
+    }
+    if !first && let Some(plan) = first::plan(&env, &wanted, now_ms) {
+        return plan.into();
     }
     worker::wasm_bindgen_futures::future_to_promise(async move {
         let ctx = Context::new(ctx);
@@ -111,6 +128,11 @@ pub fn fetch(
         )))
     })
     .into()
+}
+
+/// Whether the isolate's configuration names an origin (`false` before its first request).
+fn has_origin() -> bool {
+    CONFIG.with(|c| c.get().is_some_and(|config| config.origin.is_some()))
 }
 
 thread_local! {

@@ -206,10 +206,11 @@ impl Drop for Mark {
     }
 }
 
-/// Runs `load` as the load of `key` that other requests wait for, and caches its entry (unless the sync route
+/// Runs `load` as the load of `key` that other requests wait for (under `mark` when a first-visit read handed the
+/// key's mark over: [`take_handover`]; else a new one), and caches its entry (unless the sync route
 /// wrote meanwhile), which also becomes the last good copy of a group or the blocklist.
-async fn load(key: &str, load: impl Future<Output = Loaded>) -> Loaded {
-    let mark = Mark::new(key);
+async fn load(key: &str, mark: Option<Mark>, load: impl Future<Output = Loaded>) -> Loaded {
+    let mark = mark.unwrap_or_else(|| Mark::new(key));
     let loaded = load.await;
     if let Some(entry) = &loaded.entry
         && LOADS.with(|l| l.borrow().may_cache(&mark.0))
@@ -280,6 +281,25 @@ async fn write_back(kv: Option<Kv>, key: String, record: Rc<LinkRecord>) {
     }
 }
 
+/// The isolate's form of KV's text for `link:<host>:<code>` (absent or unusable: `None`).
+fn wrap_link(text: Option<String>) -> Cached {
+    Cached::Link(parse::<LinkRecord>(text).map(Rc::new))
+}
+
+/// The isolate's form of KV's text for `domain:<host>`.
+fn wrap_domain(text: Option<String>) -> Cached {
+    Cached::Domain(parse::<DomainRecord>(text).map(Rc::new))
+}
+
+/// The isolate's form of KV's text for the blocklist: empty when KV has none.
+fn wrap_blocklist(text: Option<String>) -> Cached {
+    Cached::Blocklist(Rc::new(
+        parse::<BlocklistRecord>(text)
+            .map(|r| r.domains.iter().collect())
+            .unwrap_or_default(),
+    ))
+}
+
 /// The isolate's form of KV's text for `group:<id>`.
 fn wrap_group(text: Option<String>) -> Cached {
     Cached::Group(
@@ -336,6 +356,105 @@ pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)>
         (Cached::Blocklist(list), until) => Some((list, until)),
         _ => None,
     }
+}
+
+/// Whether the isolate holds nothing of `key` that a request could use or wait for: caching is on, the cache has no
+/// live entry for it and no load of it is under way. The first-visit path ([`super::first`]) reads such a key
+/// itself, and only such a key: an entry near expiry or a load under way is the full path's to handle.
+pub(super) fn untouched(key: &str, now_ms: u64) -> bool {
+    CACHE.with(|c| {
+        let cache = c.borrow();
+        cache.is_enabled() && cache.get(key, now_ms).is_none()
+    }) && LOADS.with(|l| l.borrow().under_way(key, now_ms).is_none())
+}
+
+thread_local! {
+    /// The reads the entry module is making for the first-visit path, each marked as a load under way
+    /// ([`start_read`]) until its text comes back ([`store_read`]).
+    static READS: RefCell<Vec<Ticket>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks the entry module's read of `key` (the first-visit path's) as a load under way, as the full path marks its
+/// own: another request that needs the key meanwhile waits for it ([`wait_for_load`]) rather than read it too.
+pub(super) fn start_read(key: &str) {
+    let now_ms = now_ms();
+    LOADS.with(|l| {
+        let mut loads = l.borrow_mut();
+        let ticket = loads.start(key, now_ms);
+        READS.with(|r| {
+            let mut reads = r.borrow_mut();
+            // A read whose text never came back (its request cancelled) is dropped once its load counts as lost,
+            // or when another load of its key replaced it.
+            reads.retain(|t| loads.under_way(t.key(), now_ms) == Some(t.number()));
+            reads.push(ticket);
+        });
+    });
+}
+
+/// The entry module's read of `key` ended: `text` is KV's text (`Some(None)`: KV has no such key), `None` when the
+/// read failed (nothing cached: the full path reads it again, and logs the failure). It is cached as the full
+/// path's [`load`] would cache it: not when the sync route wrote since the read started, and a link KV lacks only
+/// when `absent_link_final` (no origin to ask: the full path would cache the same absence; with an origin, the full
+/// path asks it, under the read's mark: [`take_handover`]). A key with no read under way, or of another kind, is
+/// ignored.
+pub(super) fn store_read(key: &str, text: Option<Option<String>>, absent_link_final: bool) {
+    let Some(ticket) = READS.with(|r| {
+        let mut reads = r.borrow_mut();
+        let i = reads.iter().position(|t| t.key() == key)?;
+        Some(reads.swap_remove(i))
+    }) else {
+        return;
+    };
+    let may_cache = LOADS.with(|l| l.borrow().may_cache(&ticket));
+    let mark = Mark(ticket);
+    match text
+        .filter(|_| may_cache)
+        .and_then(|text| read_entry(key, text, absent_link_final))
+    {
+        Some(entry) => {
+            remember(key, &entry);
+            CACHE.with(|c| c.borrow_mut().insert(key.to_owned(), entry, now_ms()));
+            drop(mark);
+            changed();
+        }
+        // A link not cached (KV lacks it and there is an origin to ask, or the read failed) is loaded next by the
+        // full path of the same request, under the same mark: the requests waiting for it keep waiting, for that
+        // load (one origin lookup per isolate, as ever), rather than each load it themselves.
+        None if key.starts_with("link:") => HANDOVER.with(|h| *h.borrow_mut() = Some(mark)),
+        None => {}
+    }
+}
+
+/// The isolate's entry for KV's `text` at `key`, as a load caches it; `None` for a link KV lacks unless
+/// `absent_link_final`, and for a key of another kind.
+fn read_entry(key: &str, text: Option<String>, absent_link_final: bool) -> Option<Cached> {
+    Some(if key.starts_with("link:") {
+        if text.is_none() && !absent_link_final {
+            return None;
+        }
+        wrap_link(text)
+    } else if key.starts_with("group:") {
+        wrap_group(text)
+    } else if key.starts_with("domain:") {
+        wrap_domain(text)
+    } else if key == BLOCKLIST_KEY {
+        wrap_blocklist(text)
+    } else {
+        return None;
+    })
+}
+
+thread_local! {
+    /// The mark of a link's load that a first-visit read could not cache, handed to the next load of the key
+    /// ([`take_handover`]): its own request's full path, which follows at once.
+    static HANDOVER: RefCell<Option<Mark>> = const { RefCell::new(None) };
+}
+
+/// The mark [`store_read`] handed over, if it is `key`'s. Whichever request loads the key next loads it under that
+/// mark (in practice the request of the read, whose full path follows at once); the others keep waiting for it.
+/// Not generic, unlike [`Records::entry`], which calls it: one copy in the wasm.
+fn take_handover(key: &str) -> Option<Mark> {
+    HANDOVER.with(|h| h.borrow_mut().take_if(|mark| mark.0.key() == key))
 }
 
 thread_local! {
@@ -415,7 +534,7 @@ impl<'a> Records<'a> {
                 if under_way().is_none() {
                     let (kv, key, reload) = (self.kv().cloned(), key.to_owned(), start());
                     self.ctx.wait_until(async move {
-                        if let Some(record) = load(&key, reload).await.write_back {
+                        if let Some(record) = load(&key, None, reload).await.write_back {
                             write_back(kv, key, record).await;
                         }
                     });
@@ -423,14 +542,17 @@ impl<'a> Records<'a> {
                 Some(entry)
             }
             cache::Lookup::Miss => {
+                // A first-visit read's mark for the key: a load to make under it, not one to wait for.
+                let handed = take_handover(key);
                 // Without a cache there is nothing to wait for: the other load's entry would not be kept.
-                if caching
+                if handed.is_none()
+                    && caching
                     && let Some(number) = under_way()
                     && let Some(entry) = wait_for_load(key, number).await
                 {
                     return Some(entry);
                 }
-                let loaded = load(key, start()).await;
+                let loaded = load(key, handed, start()).await;
                 if let Some(record) = loaded.write_back {
                     self.ctx
                         .wait_until(write_back(self.kv().cloned(), key.to_owned(), record));
@@ -469,9 +591,7 @@ impl<'a> Records<'a> {
                     return Loaded::failed();
                 };
                 match (text, origin) {
-                    (Some(text), _) => {
-                        Loaded::entry(Cached::Link(parse::<LinkRecord>(Some(text)).map(Rc::new)))
-                    }
+                    (Some(text), _) => Loaded::entry(wrap_link(Some(text))),
                     // An origin 404 or failure is cached as absence like a KV miss: an unknown code costs the
                     // origin one lookup per isolate per TTL, not one per request, and a failing origin one slow
                     // visitor, not all.
@@ -549,7 +669,7 @@ impl<'a> Records<'a> {
         }
         let reload = self.kv_load(&key, wrap_group);
         self.ctx.wait_until(async move {
-            load(&key, reload).await;
+            load(&key, None, reload).await;
         });
     }
 
@@ -565,8 +685,7 @@ impl<'a> Records<'a> {
 
     pub(super) async fn domain(&self, host: &str) -> Option<Rc<DomainRecord>> {
         let key = kv_model::domain_key(host);
-        let wrap = |text| Cached::Domain(parse::<DomainRecord>(text).map(Rc::new));
-        match self.entry(&key, || self.kv_load(&key, wrap)).await {
+        match self.entry(&key, || self.kv_load(&key, wrap_domain)).await {
             Some(Cached::Domain(domain)) => domain,
             _ => None,
         }
@@ -576,15 +695,10 @@ impl<'a> Records<'a> {
     /// old; `None` when it cannot be read and never could be in this isolate (never an empty list for a failure:
     /// that would unblock every domain).
     pub(super) async fn blocklist(&self) -> Option<Rc<DomainBlocklist>> {
-        let wrap = |text| {
-            Cached::Blocklist(Rc::new(
-                parse::<BlocklistRecord>(text)
-                    .map(|r| r.domains.iter().collect())
-                    .unwrap_or_default(),
-            ))
-        };
         match self
-            .entry(BLOCKLIST_KEY, || self.kv_load(BLOCKLIST_KEY, wrap))
+            .entry(BLOCKLIST_KEY, || {
+                self.kv_load(BLOCKLIST_KEY, wrap_blocklist)
+            })
             .await
         {
             Some(Cached::Blocklist(list)) => Some(list),

@@ -1,0 +1,90 @@
+//! The first visit on a new isolate (wasm32 only), without async Rust. When a visitor request misses the fast path
+//! ([`super::fast`]) because the isolate holds none of the KV records its route reads, [`super::fetch`] returns a
+//! plan of those reads instead of a `Promise`: `[binding, cacheTtl, ...keys]`, each read marked as a load under way
+//! (other requests wait for it rather than read the key too, as for the full path's loads). The entry module
+//! (`edge-worker/js/entry.js`, `firstVisit`) reads the keys in one `Promise.all`, hands the texts to
+//! [`first_store`], which caches them as the full path's loads would, and calls [`first_fetch`]: the fast path
+//! again, which now holds the records and answers most first visits with no future. What it cannot answer
+//! (a password, analytics, a fallback, a link KV lacks) goes on to the full path, with the records already cached.
+//!
+//! Why: on a new isolate V8 compiles each wasm function on its first call. The full path runs through
+//! `future_to_promise`, several async state machines and the loads' bookkeeping, all compiled on that first
+//! request; this path compiles only the synchronous code the fast path runs anyway (BENCHMARKS.md, "Cold start").
+
+use js_sys::Array;
+use wasm_bindgen::JsValue;
+use wasm_bindgen::prelude::wasm_bindgen;
+use worker::Env;
+
+use super::{kv, records};
+use crate::config;
+
+/// The plan of reads for the keys of `wanted` the isolate holds nothing of ([`records::untouched`]), each marked as
+/// a load under way until [`first_store`] has its text; `None` when there are none, or when the KV binding is
+/// missing (the full path logs that).
+pub(super) fn plan(env: &Env, wanted: &[String], now_ms: u64) -> Option<Array> {
+    let keys: Vec<&str> = wanted
+        .iter()
+        .map(String::as_str)
+        .filter(|key| records::untouched(key, now_ms))
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    kv::binding(env, config::KV_BINDING)?;
+    Some(plan_of(&keys))
+}
+
+/// `[binding, cacheTtl, ...keys]`, the reads marked as under way: the KV binding's name, and KV's `cacheTtl`, as
+/// the full path reads.
+fn plan_of(keys: &[&str]) -> Array {
+    let plan = Array::new();
+    plan.push(&JsValue::from_str(config::KV_BINDING));
+    plan.push(&JsValue::from_f64(config::KV_CACHE_TTL_SECONDS as f64));
+    for key in keys {
+        records::start_read(key);
+        plan.push(&JsValue::from_str(key));
+    }
+    plan
+}
+
+/// Caches what the entry module read for a plan: `texts[i]` is KV's text for `keys[i]`, `null` when KV has no such
+/// key, `undefined` when the read failed (not cached: the full path reads it again, and logs a failure).
+#[wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
+pub fn first_store(keys: Array, texts: Array) {
+    // The plan came from `fetch`, which read the isolate's configuration first.
+    let origin = super::has_origin();
+    for (key, text) in keys.iter().zip(texts.iter()) {
+        let Some(key) = key.as_string() else {
+            continue;
+        };
+        let text = (!text.is_undefined()).then(|| text.as_string());
+        records::store_read(&key, text, !origin);
+    }
+}
+
+/// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy
+/// of the group's settings, else the full path. Never a plan again.
+#[wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export, like `first_store`
+pub fn first_fetch(
+    req: worker::worker_sys::web_sys::Request,
+    env: Env,
+    ctx: worker::worker_sys::Context,
+) -> JsValue {
+    super::answer(req, env, ctx, true)
+}
+
+/// The plan of the read to make after the response [`first_fetch`] just gave (`undefined`: none): the group's own
+/// record, when the redirect was decided from the link's copy, so that the next visits have it.
+#[wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export, like `first_store`
+pub fn first_after() -> JsValue {
+    match super::fast::take_group_after() {
+        // The fast path found the key untouched, and the entry module calls this right after it: no other request
+        // can have started a load of it in between.
+        Some(group_id) => plan_of(&[&kv_model::group_key(&group_id)]).into(),
+        None => JsValue::UNDEFINED,
+    }
+}
