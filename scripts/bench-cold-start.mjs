@@ -15,13 +15,20 @@
 // Environment: COLD_ROUNDS (default 10), PEER_JS (default ../shared/bench/peer-js), EDGE_BUILD_DIR (default
 //        edge-worker/build), BASELINE_BUILD (an earlier build inside the repository, measured in the same rounds),
 //        BUILDS (more builds in the same rounds, each `name=dir`, comma-separated: variants of one lever, side by
-//        side), CASES (default "hot dynamic").
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+//        side), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
+//        started from the configuration Miniflare wrote for it, without Miniflare's work in Node; below).
+import { spawn } from "node:child_process";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { request } from "node:http";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { Log, LogLevel, Miniflare } from "miniflare";
+import workerd from "workerd";
+
+// The workerd binary Miniflare starts (the `workerd` package's CommonJS export, seen from ESM).
+const workerdBinary = workerd.default ?? workerd;
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { buildDynamicLink } from "../snippets/sign.mjs";
 
@@ -124,6 +131,25 @@ if (process.env.LISTED === "1") {
     workers.push({ ...worker, name: `${worker.name} (listed)`, options });
   }
 }
+// DIRECT=1: every worker a second time, "(workerd alone)": a new workerd started from the binary configuration
+// Miniflare wrote for that worker (captured once, through a wrapper in place of the workerd binary), with the same
+// arguments, so "start" is workerd's own (its start, the worker's modules compiled, the top level run) and none of
+// Miniflare's work in Node (building and encoding the configuration, parsing the entry for its imports), which
+// Cloudflare never does and which grows with our bundle (BENCHMARKS.md, "Cold start"). KV is persisted to a
+// directory the captured configuration names; the capturing Miniflare stays up until the end, for its loopback.
+const direct = process.env.DIRECT === "1";
+if (direct) {
+  const wrapper = join(work, "capture-workerd.sh");
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nprintf '%s\\n' "$@" > "$CAPTURE_TO.args"\ntee "$CAPTURE_TO" | exec "${workerdBinary}" "$@"\n`,
+  );
+  chmodSync(wrapper, 0o755);
+  for (const worker of [...workers]) {
+    workers.push({ ...worker, name: `${worker.name} (workerd alone)`, capture: { wrapper } });
+  }
+}
+
 const allCases = [
   { name: "hot persistent link", path: "/hot", location: HOT_URL },
   {
@@ -147,7 +173,74 @@ function get(url, path) {
   });
 }
 
+// Starts `worker` once through Miniflare with workerd replaced by the capturing wrapper and KV persisted to a
+// directory, seeds KV, and keeps the configuration and arguments Miniflare gave workerd.
+async function capture(worker) {
+  const name = worker.name.replace(/[^a-z]+/gi, "-");
+  const file = join(work, `${name}.capnp`);
+  process.env.MINIFLARE_WORKERD_PATH = worker.capture.wrapper;
+  process.env.CAPTURE_TO = file;
+  const mf = new Miniflare({ ...worker.options, kvPersist: join(work, `${name}-kv`) });
+  try {
+    await mf.ready;
+  } finally {
+    delete process.env.MINIFLARE_WORKERD_PATH;
+    delete process.env.CAPTURE_TO;
+  }
+  if (worker.seed) {
+    const kv = await mf.getKVNamespace(worker.seed.binding);
+    for (const [k, v] of Object.entries(worker.seed.records)) await kv.put(k, v);
+  }
+  const args = readFileSync(`${file}.args`, "utf8").trimEnd().split("\n");
+  return { mf, config: readFileSync(file), args };
+}
+
+// A new workerd from a captured configuration: its start until the entry socket listens (workerd says so on the
+// control pipe, fd 3, as Miniflare reads it), then the first and second requests.
+async function directSample(worker, kase) {
+  const { config, args } = worker.captured;
+  const t0 = performance.now();
+  const child = spawn(workerdBinary, args, { stdio: ["pipe", "ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  const exited = new Promise((done) => child.once("exit", done));
+  child.stdin.end(config);
+  try {
+    const port = await new Promise((done, fail) => {
+      child.once("exit", (code) => fail(new Error(`${worker.name}: workerd exited (${code}): ${stderr}`)));
+      createInterface(child.stdio[3]).on("line", (line) => {
+        const message = JSON.parse(line);
+        if (message.event === "listen" && message.socket === "entry") done(message.port);
+      });
+    });
+    const start = performance.now() - t0;
+    const url = `http://127.0.0.1:${port}/`;
+    return { start, node: 0, ...(await requests(worker, kase, url)) };
+  } finally {
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+// The first and second requests to a worker that has just started, each checked.
+async function requests(worker, kase, url) {
+  const t1 = performance.now();
+  const path = worker.name.startsWith("floor") ? "/" : kase.path;
+  const first = await get(url, path);
+  const t2 = performance.now();
+  const second = await get(url, path);
+  const t3 = performance.now();
+  for (const answer of [first, second]) {
+    const expected = worker.name.startsWith("floor") ? "https://example.com/" : kase.location;
+    if (answer.status !== 302 || answer.location !== expected) {
+      throw new Error(`${worker.name}, ${kase.name}: ${answer.status} ${answer.location}, not 302 ${expected}`);
+    }
+  }
+  return { first: t2 - t1, second: t3 - t2 };
+}
+
 async function sample(worker, kase) {
+  if (worker.capture) return directSample(worker, kase);
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const mf = new Miniflare(worker.options);
@@ -162,24 +255,14 @@ async function sample(worker, kase) {
       const kv = await mf.getKVNamespace(worker.seed.binding);
       for (const [k, v] of Object.entries(worker.seed.records)) await kv.put(k, v);
     }
-    const t1 = performance.now();
-    const path = worker.name.startsWith("floor") ? "/" : kase.path;
-    const first = await get(url, path);
-    const t2 = performance.now();
-    const second = await get(url, path);
-    const t3 = performance.now();
-    for (const answer of [first, second]) {
-      const expected = worker.name.startsWith("floor") ? "https://example.com/" : kase.location;
-      if (answer.status !== 302 || answer.location !== expected) {
-        throw new Error(`${worker.name}, ${kase.name}: ${answer.status} ${answer.location}, not 302 ${expected}`);
-      }
-    }
-    return { start, first: t2 - t1, second: t3 - t2, node };
+    return { start, node, ...(await requests(worker, kase, url)) };
   } finally {
     await mf.dispose();
   }
 }
 
+// The captures first, so that none of their work falls inside a round.
+for (const worker of workers) if (worker.capture) worker.captured = await capture(worker);
 const results = new Map(); // "worker|case" -> [{start, first, second}]
 for (let round = 1; round <= rounds; round++) {
   for (const kase of cases) {
@@ -194,6 +277,7 @@ for (let round = 1; round <= rounds; round++) {
     }
   }
 }
+for (const worker of workers) if (worker.captured) await worker.captured.mf.dispose();
 rmSync(work, { recursive: true, force: true });
 
 const median = (xs) => {
@@ -209,7 +293,11 @@ console.log("|---|---|---|---|---|---|---|");
 for (const kase of cases) {
   for (const worker of workers) {
     const key = `${worker.name}|${kase.name}`;
-    const floor = worker.name.endsWith("(listed)") ? "floor (listed)" : "floor";
+    const floor = worker.name.endsWith("(listed)")
+      ? "floor (listed)"
+      : worker.name.endsWith("(workerd alone)")
+        ? "floor (workerd alone)"
+        : "floor";
     const floorCold = field(`${floor}|${kase.name}`, "cold");
     const over = worker.name.startsWith("floor") ? "" : f1(field(key, "cold") - floorCold);
     console.log(
