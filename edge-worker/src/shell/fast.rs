@@ -57,10 +57,10 @@ pub(super) fn answer(
         .and_then(|h| route::normalize_request_host(&h))
         .or_else(|| route::normalize_request_host(authority))?;
     let now = i64::try_from(now_ms).ok()?;
-    // Whether the redirect is worth keeping (its JS init here, the answer in the entry module): not for a token
-    // this isolate opens for the first time, as most tokens are seen once (a campaign's are seen again: kept then).
     // The group a first visit's answer was decided for from the link's copy.
     let mut read_after = None;
+    // Whether the redirect is worth keeping (its JS init here, the answer in the entry module): not for a token
+    // this isolate opens for the first time, as most tokens are seen once (a campaign's are seen again: kept then).
     let (decision, until, keep) = match route::route(&method, path, query) {
         Route::Persistent { code } => {
             // A cached absence falls back, which needs the domain record: the full path.
