@@ -11,8 +11,14 @@
 //              compile, wasm and JS run) or the first request, else workerd's own start. For ours and the
 //              careful JavaScript worker, so the difference is what ours adds; CPU ms are samples / 20 kHz,
 //              medians of PERF_RUNS runs.
+//   compiled   which of our wasm functions V8 compiles (Liftoff, lazily: on its first call) for the first request,
+//              from V8's `--perf-basic-prof` map of workerd: each function's index, its size in the wasm's code
+//              section and in machine code, its Rust name (functions.txt), split into those compiled before the
+//              response and after it (the group's record read in `waitUntil` after a first visit decided from the
+//              link's copy of its settings). A steady count, unlike times: the first request's Liftoff time goes
+//              with the bytes compiled before the response.
 //
-// Usage: node scripts/bench-cold-profile.mjs [inspector|perf]...   (default: both; after
+// Usage: node scripts/bench-cold-profile.mjs [inspector|perf|compiled]...   (default: inspector and perf; after
 //        scripts/build-edge-worker.sh; perf needs the `perf` tool, apt-get install linux-perf)
 // Environment: EDGE_BUILD_DIR (default edge-worker/build), PEER_JS (default ../shared/bench/peer-js), PERF_RUNS
 //        (default 5), CASE (hot or dynamic, default hot).
@@ -30,6 +36,8 @@ const build = resolve(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build");
 const peer = resolve(process.env.PEER_JS ?? join(root, "../shared/bench/peer-js"));
 const perfRuns = Number(process.env.PERF_RUNS ?? 5);
 const modes = process.argv.slice(2).length ? process.argv.slice(2) : ["inspector", "perf"];
+// V8 flags for workerd, read by Miniflare when it starts one: the compiled mode needs the perf map.
+if (modes.includes("compiled")) process.env.MINIFLARE_WORKERD_V8_FLAGS = "--perf-basic-prof";
 const HOST = "bench.example.com";
 const GROUP = "cccccccc-0000-4000-8000-000000000001";
 const KEY = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI"; // 32 bytes of 0x42, base64url
@@ -286,10 +294,120 @@ async function perfProfiles() {
   }
 }
 
+// The size in bytes of each function body in a wasm module's code section, by function index (imports first,
+// with no body: 0), read from the binary format's sections (type 2 imports, type 10 code).
+function wasmBodySizes(bytes) {
+  let at = 8;
+  const leb = () => {
+    let value = 0;
+    let shift = 0;
+    for (;;) {
+      const byte = bytes[at++];
+      value += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+      if (byte < 0x80) return value;
+    }
+  };
+  const skipName = () => {
+    const n = leb();
+    at += n;
+  };
+  const sizes = [];
+  while (at < bytes.length) {
+    const id = bytes[at++];
+    const size = leb();
+    const end = at + size;
+    if (id === 2) {
+      for (let n = leb(); n > 0; n--) {
+        skipName();
+        skipName();
+        const kind = bytes[at++];
+        if (kind === 0) {
+          leb(); // a function's type index
+          sizes.push(0);
+        } else if (kind === 1) {
+          at++; // a table's element type, then its limits
+          if (bytes[at++] & 1) leb();
+          leb();
+        } else if (kind === 2) {
+          if (bytes[at++] & 1) leb(); // a memory's limits
+          leb();
+        } else if (kind === 3) {
+          at += 2; // a global's value type and mutability
+        } else if (kind === 4) {
+          at++; // a tag's attribute, then its type index
+          leb();
+        }
+      }
+    } else if (id === 10) {
+      for (let n = leb(); n > 0; n--) {
+        const body = leb();
+        sizes.push(body);
+        at += body;
+      }
+    }
+    at = end;
+  }
+  return sizes;
+}
+
+// The wasm functions in a perf map's lines from `from` on: [index, machine code bytes] in compile order.
+function liftoffLines(text, from) {
+  const out = [];
+  for (const line of text.split("\n").slice(from)) {
+    const m = /^\S+ ([0-9a-f]+) JS:wasm-function\[(\d+)\]/.exec(line);
+    if (m) out.push([Number(m[2]), parseInt(m[1], 16)]);
+  }
+  return out;
+}
+
+async function compiledFunctions() {
+  const names = functionNames();
+  const sizes = wasmBodySizes(readFileSync(join(build, "index_bg.wasm")));
+  const codeBytes = sizes.reduce((a, b) => a + b, 0);
+  const mf = new Miniflare(ours.options);
+  const url = await mf.ready;
+  try {
+    await seed(mf, ours);
+    // Every workerd process of this run writes /tmp/perf-<pid>.map; ours is the one naming our wasm functions.
+    const maps = () =>
+      readdirSync("/tmp")
+        .filter((f) => /^perf-\d+\.map$/.test(f))
+        .map((f) => join("/tmp", f));
+    const ourMap = maps().find((f) => readFileSync(f, "utf8").includes("JS:wasm-function["));
+    if (!ourMap) throw new Error("no perf map names a wasm function: did workerd get --perf-basic-prof?");
+    const start = readFileSync(ourMap, "utf8").split("\n").length - 1;
+    const status = await get(url);
+    // What the worker does after the response, in waitUntil, follows the entry module's call of `first_after`
+    // (edge-worker/js/entry.js, `firstVisit`): its shim, compiled on that call, is the boundary.
+    await new Promise((r) => setTimeout(r, 500));
+    const compiled = liftoffLines(readFileSync(ourMap, "utf8"), start);
+    const boundary = compiled.findIndex(([index]) => names.get(index)?.startsWith("first_after"));
+    const before = boundary < 0 ? compiled : compiled.slice(0, boundary + 1);
+    const after = boundary < 0 ? [] : compiled.slice(boundary + 1);
+    const sum = (fs) => fs.reduce((a, [index]) => a + (sizes[index] ?? 0), 0);
+    const label = path === "/hot" ? "hot link" : "dynamic link";
+    console.log(`\n### wasm functions compiled for the first request (ours, ${label}, status ${status})`);
+    console.log(`${build}: code section ${codeBytes} bytes in ${sizes.filter(Boolean).length} functions\n`);
+    console.log("| | functions | wasm bytes | machine code bytes |");
+    console.log("|---|---|---|---|");
+    for (const [name, fs] of [["before the response", before], ["after it (waitUntil)", after]]) {
+      console.log(`| ${name} | ${fs.length} | ${sum(fs)} | ${fs.reduce((a, [, m]) => a + m, 0)} |`);
+    }
+    console.log("\nLargest compiled before the response:\n\n| index | wasm bytes | function |\n|---|---|---|");
+    for (const [index] of [...before].sort((a, b) => (sizes[b[0]] ?? 0) - (sizes[a[0]] ?? 0)).slice(0, 25)) {
+      console.log(`| ${index} | ${sizes[index]} | ${(names.get(index) ?? "?").replaceAll("|", "\\|").slice(0, 120)} |`);
+    }
+  } finally {
+    await mf.dispose();
+  }
+}
+
 try {
   for (const mode of modes) {
     if (mode === "inspector") await inspectorProfile();
     else if (mode === "perf") await perfProfiles();
+    else if (mode === "compiled") await compiledFunctions();
     else throw new Error(`unknown mode ${mode}`);
   }
 } finally {
