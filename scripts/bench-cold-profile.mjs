@@ -21,7 +21,8 @@
 // Usage: node scripts/bench-cold-profile.mjs [inspector|perf|compiled]...   (default: inspector and perf; after
 //        scripts/build-edge-worker.sh; perf needs the `perf` tool, apt-get install linux-perf)
 // Environment: EDGE_BUILD_DIR (default edge-worker/build), PEER_JS (default ../shared/bench/peer-js), PERF_RUNS
-//        (default 5), CASE (hot or dynamic, default hot).
+//        (default 5), CASE (hot or dynamic, default hot), WORKER=careful (the inspector profile of the careful
+//        JavaScript worker instead of ours).
 import { execFileSync, execSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
@@ -126,10 +127,11 @@ function functionNames() {
 
 async function inspectorProfile() {
   const port = 9300 + Math.floor(Math.random() * 500);
-  const mf = new Miniflare({ ...ours.options, inspectorPort: port });
+  const worker = process.env.WORKER === "careful" ? careful : ours;
+  const mf = new Miniflare({ ...worker.options, inspectorPort: port });
   const url = await mf.ready;
   try {
-    await seed(mf, ours);
+    await seed(mf, worker);
     const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
     const target = targets.find((t) => t.id === "core:user:" || t.title?.includes("core:user:")) ?? targets[0];
     const ws = new WebSocket(target.webSocketDebuggerUrl);
@@ -156,13 +158,13 @@ async function inspectorProfile() {
     const first = performance.now() - t0;
     const { result } = await call("Profiler.stop");
     ws.close();
-    summarizeProfile(result.profile, status, first);
+    summarizeProfile(result.profile, status, first, worker.name);
   } finally {
     await mf.dispose();
   }
 }
 
-function summarizeProfile(profile, status, first) {
+function summarizeProfile(profile, status, first, worker) {
   const names = functionNames();
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const nameOf = (node) => {
@@ -181,8 +183,24 @@ function summarizeProfile(profile, status, first) {
     self.set(name, (self.get(name) ?? 0) + dt);
     total += dt;
   });
-  console.log(`\n### First request, inspector CPU profile (ours, ${path === "/hot" ? "hot link" : "dynamic link"})`);
+  console.log(`\n### First request, inspector CPU profile (${worker}, ${path === "/hot" ? "hot link" : "dynamic link"})`);
   console.log(`status ${status}, ${first.toFixed(1)} ms from the client; profile ${total.toFixed(2)} ms, by self time:\n`);
+  // By kind: our wasm (each lazily compiled callee's Liftoff charged to its caller), JavaScript (with the native
+  // calls it makes, such as a KV read's), V8's own entries ("(program)", "(garbage collector)"), and idle.
+  const kinds = new Map();
+  for (const [name, ms] of self) {
+    const kind = name.startsWith("wasm: ")
+      ? "wasm"
+      : name === "(idle)"
+        ? "idle"
+        : name.startsWith("(")
+          ? "V8"
+          : name.startsWith("wasm-to-js") || name.startsWith("js-to-wasm")
+            ? "wasm/JS transitions"
+            : "JavaScript";
+    kinds.set(kind, (kinds.get(kind) ?? 0) + ms);
+  }
+  console.log(`by kind: ${[...kinds].map(([k, ms]) => `${k} ${ms.toFixed(2)} ms`).join(", ")}\n`);
   console.log("| function | self, ms | share |");
   console.log("|---|---|---|");
   for (const [name, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
@@ -365,16 +383,17 @@ async function compiledFunctions() {
   const names = functionNames();
   const sizes = wasmBodySizes(readFileSync(join(build, "index_bg.wasm")));
   const codeBytes = sizes.reduce((a, b) => a + b, 0);
+  // Every workerd process writes /tmp/perf-<pid>.map; ours is the new one naming our wasm functions.
+  const maps = () =>
+    readdirSync("/tmp")
+      .filter((f) => /^perf-\d+\.map$/.test(f))
+      .map((f) => join("/tmp", f));
+  const earlier = new Set(maps());
   const mf = new Miniflare(ours.options);
   const url = await mf.ready;
   try {
     await seed(mf, ours);
-    // Every workerd process of this run writes /tmp/perf-<pid>.map; ours is the one naming our wasm functions.
-    const maps = () =>
-      readdirSync("/tmp")
-        .filter((f) => /^perf-\d+\.map$/.test(f))
-        .map((f) => join("/tmp", f));
-    const ourMap = maps().find((f) => readFileSync(f, "utf8").includes("JS:wasm-function["));
+    const ourMap = maps().find((f) => !earlier.has(f) && readFileSync(f, "utf8").includes("JS:wasm-function["));
     if (!ourMap) throw new Error("no perf map names a wasm function: did workerd get --perf-basic-prof?");
     const start = readFileSync(ourMap, "utf8").split("\n").length - 1;
     const status = await get(url);
@@ -400,6 +419,7 @@ async function compiledFunctions() {
     }
   } finally {
     await mf.dispose();
+    for (const f of maps()) if (!earlier.has(f)) rmSync(f, { force: true });
   }
 }
 

@@ -22,17 +22,32 @@ export PATH="$bin:$PATH"
 # Size is cold-start time: whole-program LTO and one codegen unit for the wasm only (these override the
 # workspace release profile for this build, not for the origin).
 export CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
+# binaryen's -O at every wasm-opt pass of the build (worker-build's, trim-wasm-bindgen.mjs's, the last one below),
+# except that a function of more than 100 of binaryen's size units is no longer inlined into its single caller.
+# V8 compiles each wasm function whole on its first call, so on a new isolate's first request every function it
+# calls is compiled with all it inlined, rare branches included: kept apart, the rules of a smart link, a forwarded
+# query, an expired link's page, the other route's decision are compiled only when they run. A first visit to a
+# persistent link compiles 15 % less wasm (BENCHMARKS.md, "Cold start": the `compiled` profile), and the module is
+# smaller too. worker-build reads its own pass's arguments from edge-worker/Cargo.toml
+# ([package.metadata.wasm-pack.profile.release]), which must say the same (checked here).
+export EDGE_WASM_OPT_ARGS="-O --one-caller-inline-max-function-size=100"
+toml_args="wasm-opt = [\"${EDGE_WASM_OPT_ARGS// /\", \"}\"]"
+if ! grep -qxF "$toml_args" "$root/edge-worker/Cargo.toml"; then
+  echo "build-edge-worker: edge-worker/Cargo.toml's wasm-opt arguments differ from EDGE_WASM_OPT_ARGS" >&2
+  exit 1
+fi
 cd "$root/edge-worker"
 worker-build --release
 # The deployed wasm goes without its names section: about 80 KB raw and 23 KB of the gzipped upload, more than
 # a tenth of it, and nothing reads it but a stack trace. A trap's stack trace then names functions by index
 # (`wasm-function[123]`); build/functions.txt, written here from the same build, maps each index to its Rust name.
-# With the strip, one more `-O` (binaryen's default level, the one worker-build and trim-wasm-bindgen.mjs ran): a
+# With the strip, one more pass of EDGE_WASM_OPT_ARGS (the one worker-build and trim-wasm-bindgen.mjs ran): a
 # pass over their output still finds about 1.5 KB raw and 1.3 KB gzipped (a further pass finds nothing), with
 # worker-build's feature set. functions.txt is printed after the passes, so it names this build's indices.
 features=(--enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int --enable-bulk-memory
   --enable-multivalue --enable-reference-types --enable-exception-handling)
-"$WASM_OPT_BIN" build/index_bg.wasm "${features[@]}" -O --print-function-map --strip-debug \
+# shellcheck disable=SC2086 # the arguments are words
+"$WASM_OPT_BIN" build/index_bg.wasm "${features[@]}" $EDGE_WASM_OPT_ARGS --print-function-map --strip-debug \
   -o build/index_bg.stripped.wasm >build/functions.txt
 mv build/index_bg.stripped.wasm build/index_bg.wasm
 # The imports' names, `__wbg_<function>_<16-digit hash>` twice each (the wasm and the bundle's imports object), become

@@ -91,9 +91,11 @@ if (unused.length) {
     "--enable-exception-handling",
   ];
   // -g keeps the names section (scripts/build-edge-worker.sh maps it to functions.txt, then strips it). The last
-  // run optimizes what is left again (-O, as worker-build ran it over the whole).
+  // run optimizes what is left again, as worker-build ran it over the whole (EDGE_WASM_OPT_ARGS, from
+  // scripts/build-edge-worker.sh, which says why they are more than -O).
+  const optimize = (process.env.EDGE_WASM_OPT_ARGS ?? "-O").split(" ").filter(Boolean);
   patterns.forEach((pattern, i) => {
-    const last = i === patterns.length - 1 ? ["-O"] : [];
+    const last = i === patterns.length - 1 ? optimize : [];
     execFileSync(
       wasmOpt,
       [wasmPath, ...features, "-g", "--remove-exports", `--pass-arg=remove-exports@${pattern}`,

@@ -341,20 +341,31 @@ pub fn decide_persistent<B: Blocklist + ?Sized>(
         && link.password_hash.is_none()
         && preview::is_preview_crawler(&visitor.user_agent)
     {
-        decision.outcome = Outcome::Preview {
-            destination: destination.clone(),
-            preview: Preview {
-                image: usable_fallback(card.image.as_deref(), blocklist),
-                ..card.clone()
-            },
-        };
+        decision.outcome = preview_card(card, destination, blocklist);
     }
     decision
+}
+
+/// The link's preview card for a crawler, its image checked as a fallback URL is.
+#[inline(never)] // rare: out of the decision's compiled body (`smart::chosen` says why)
+fn preview_card<B: Blocklist + ?Sized>(
+    card: &Preview,
+    destination: &str,
+    blocklist: Option<&B>,
+) -> Outcome {
+    Outcome::Preview {
+        destination: destination.to_owned(),
+        preview: Preview {
+            image: usable_fallback(card.image.as_deref(), blocklist),
+            ..card.clone()
+        },
+    }
 }
 
 /// An expired link (its `expires_at` passed, or its click limit reached): its `expired_url` when usable (an
 /// `http(s)` URL whose host is not on the blocklist, checked now as every destination is), else the domain's
 /// fallback. Not through the group's rules, as a fallback is not, and never counted as a click of the link.
+#[inline(never)] // rare: out of the decision's compiled body (`smart::chosen` says why)
 fn expired<B: Blocklist + ?Sized>(link: &LinkRecord, blocklist: Option<&B>) -> Decision {
     match usable_fallback(link.expired_url.as_deref(), blocklist) {
         Some(url) => Decision {

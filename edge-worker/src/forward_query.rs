@@ -33,6 +33,7 @@ const NOT_IN_LOCATION: &AsciiSet = &CONTROLS.add(b' ').add(b'#');
 ///   extras they may not even know they carry), 2048 is the limit every destination is held to at the origin and
 ///   for dynamic links, and longer URLs are refused by some browsers and servers. All or nothing: keeping only the
 ///   parameters that fit would forward an arbitrary subset.
+#[inline(never)] // rare: out of the decision's compiled body (`smart::chosen` says why)
 pub fn forward_query(destination: &str, query: &str) -> String {
     // A leading `?` (from `/code??a=1`) would be stripped by `append_back_param`; strip it first, so the name the
     // clash test sees is the name the destination receives.

@@ -82,6 +82,19 @@ pub fn destination<'a>(
     if link.rules.is_empty() {
         return &link.long_url;
     }
+    chosen(link, visitor, query, now_ms)
+}
+
+/// [`destination`] for a link with rules. Kept out of line (as are the other rare parts of a decision): V8 compiles
+/// each wasm function on its first call, so a function's rare branches are compiled with it by every new isolate's
+/// first request, whether or not they run (BENCHMARKS.md, "Cold start").
+#[inline(never)]
+fn chosen<'a>(
+    link: &'a LinkRecord,
+    visitor: &Visitor,
+    query: Option<&str>,
+    now_ms: i64,
+) -> &'a str {
     let pairs: Vec<(Cow<'_, str>, Cow<'_, str>)> = if reads_query(&link.rules) {
         query
             .map(|q| {

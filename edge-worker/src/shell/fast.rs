@@ -18,7 +18,7 @@ use kv_model::BLOCKLIST_KEY;
 use super::records;
 use crate::bounded::BoundedMap;
 use crate::config;
-use crate::decision::{self, LinkGroup, Outcome};
+use crate::decision::{self, Decision, LinkGroup, Outcome};
 use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
 use crate::smart;
@@ -56,116 +56,10 @@ pub(super) fn answer(
         .flatten()
         .and_then(|h| route::normalize_request_host(&h))
         .or_else(|| route::normalize_request_host(authority))?;
-    let now = i64::try_from(now_ms).ok()?;
-    // The group a first visit's answer was decided for from the link's copy.
-    let mut read_after = None;
-    // Whether the redirect is worth keeping (its JS init here, the answer in the entry module): not for a token
-    // this isolate opens for the first time, as most tokens are seen once (a campaign's are seen again: kept then).
-    let (decision, until, keep) = match route::route(&method, path, query) {
-        Route::Persistent { code } => {
-            // A cached absence falls back, which needs the domain record: the full path.
-            let Some((link, link_until)) = records::fresh_link(&host, &code, now_ms) else {
-                wanted.push(kv_model::link_key(&host, &code));
-                wanted.push(BLOCKLIST_KEY.to_owned());
-                return None;
-            };
-            let link = link?;
-            // A link with a password or a preview card takes the full path (a cookie or a crawler changes the
-            // answer); rules and a redirect status do not: their answer is keyed by the facts the rules read.
-            if !link.is_active || link.expired(now) || !smart::fast_path_ok(&link) {
-                return None;
-            }
-            let group_record;
-            let (settings, group_until, group_after) =
-                match records::fresh_group(&link.group_id, now_ms) {
-                    Some((group, until)) => {
-                        group_record = group;
-                        (&group_record.settings, until, None)
-                    }
-                    // A first visit decides from the link's copy, never kept (an answer until 0).
-                    None if first
-                        && records::untouched(&kv_model::group_key(&link.group_id), now_ms) =>
-                    {
-                        (link.group_settings.as_ref()?, 0, Some(&link.group_id))
-                    }
-                    None => return None,
-                };
-            if decision::needs_visitor(Some(settings)) {
-                return None;
-            }
-            let Some((blocklist, blocklist_until)) = records::fresh_blocklist(now_ms) else {
-                wanted.push(BLOCKLIST_KEY.to_owned());
-                return None;
-            };
-            let vary = smart::vary(&link);
-            let visitor = if vary == 0 {
-                Visitor::default()
-            } else {
-                visitor(req, vary)
-            };
-            // The rules may read the query whether or not the link forwards it.
-            let query = if link.forward_query || !link.rules.is_empty() {
-                query
-            } else {
-                None
-            };
-            let decision = decision::decide_persistent(
-                Some(&link),
-                LinkGroup::Rules(settings),
-                Some(blocklist.as_ref()),
-                &visitor,
-                query,
-                now,
-            );
-            let records_until = link_until.min(group_until).min(blocklist_until);
-            // The answer lasts until the records' reload, the link's expiry or the next edge of a rule's window.
-            let changes_at = match (link.expires_at, smart::next_change(&link, now)) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            let until = decision::answer_until(records_until, changes_at);
-            ANSWER_VARY.with(|v| v.set(vary));
-            read_after = group_after.cloned();
-            (decision, until, true)
-        }
-        Route::Dynamic { group_id, token } => {
-            // The three records do not depend on each other: a first visit reads all it lacks in one round.
-            let (domain, group, blocklist) = (
-                records::fresh_domain(&host, now_ms),
-                records::fresh_group(&group_id, now_ms),
-                records::fresh_blocklist(now_ms),
-            );
-            let (
-                Some((domain, domain_until)),
-                Some((group, group_until)),
-                Some((blocklist, blocklist_until)),
-            ) = (domain, group, blocklist)
-            else {
-                wanted.push(kv_model::domain_key(&host));
-                wanted.push(kv_model::group_key(&group_id));
-                wanted.push(BLOCKLIST_KEY.to_owned());
-                return None;
-            };
-            if decision::needs_visitor(Some(&group.settings)) {
-                return None;
-            }
-            // The memo's entry for a token seen before: its expiry (in seconds) is the payload's, known before
-            // deciding. One lookup serves both the keeping and the answer's bound.
-            let seen_expiry = token.as_deref().and_then(|t| group.opened_expiry(t));
-            let decision = decision::decide_dynamic(
-                domain.as_deref(),
-                Some(&group),
-                token.as_deref(),
-                Some(blocklist.as_ref()),
-                &Visitor::default(),
-                now / 1000,
-            );
-            let records_until = domain_until.min(group_until).min(blocklist_until);
-            let until = seen_expiry.map_or(0, |at| {
-                decision::answer_until(records_until, at.map(|s| s.saturating_mul(1000)))
-            });
-            (decision, until, seen_expiry.is_some())
-        }
+    // The answer, until when it holds, whether to keep it, and the group to read after the response.
+    let (decision, until, keep, read_after) = match route::route(&method, path, query) {
+        Route::Persistent { code } => persistent(req, &host, &code, query, now_ms, first, wanted)?,
+        Route::Dynamic { group_id, token } => dynamic(&host, &group_id, token, now_ms, wanted)?,
         _ => return None,
     };
     match decision.outcome {
@@ -178,6 +72,134 @@ pub(super) fn answer(
         }
         _ => None,
     }
+}
+
+/// What a decision from the isolate's records gives: the decision, until when it holds (UNIX ms), whether its
+/// redirect is worth keeping, and the group whose record to read after the response.
+type Decided = (Decision, u64, bool, Option<String>);
+
+/// [`answer`]'s persistent link. Each route is a function of its own, out of line: V8 compiles a wasm function
+/// whole on its first call, so a new isolate's first visit to a persistent link does not compile the dynamic
+/// link's part, nor the other way round (BENCHMARKS.md, "Cold start").
+#[inline(never)]
+fn persistent(
+    req: &web_sys::Request,
+    host: &str,
+    code: &str,
+    query: Option<&str>,
+    now_ms: u64,
+    first: bool,
+    wanted: &mut Vec<String>,
+) -> Option<Decided> {
+    let now = i64::try_from(now_ms).ok()?;
+    // A cached absence falls back, which needs the domain record: the full path.
+    let Some((link, link_until)) = records::fresh_link(host, code, now_ms) else {
+        wanted.push(kv_model::link_key(host, code));
+        wanted.push(BLOCKLIST_KEY.to_owned());
+        return None;
+    };
+    let link = link?;
+    // A link with a password or a preview card takes the full path (a cookie or a crawler changes the
+    // answer); rules and a redirect status do not: their answer is keyed by the facts the rules read.
+    if !link.is_active || link.expired(now) || !smart::fast_path_ok(&link) {
+        return None;
+    }
+    let group_record;
+    let (settings, group_until, group_after) = match records::fresh_group(&link.group_id, now_ms) {
+        Some((group, until)) => {
+            group_record = group;
+            (&group_record.settings, until, None)
+        }
+        // A first visit decides from the link's copy, never kept (an answer until 0).
+        None if first && records::untouched(&kv_model::group_key(&link.group_id), now_ms) => {
+            (link.group_settings.as_ref()?, 0, Some(&link.group_id))
+        }
+        None => return None,
+    };
+    if decision::needs_visitor(Some(settings)) {
+        return None;
+    }
+    let Some((blocklist, blocklist_until)) = records::fresh_blocklist(now_ms) else {
+        wanted.push(BLOCKLIST_KEY.to_owned());
+        return None;
+    };
+    let vary = smart::vary(&link);
+    let visitor = if vary == 0 {
+        Visitor::default()
+    } else {
+        visitor(req, vary)
+    };
+    // The rules may read the query whether or not the link forwards it.
+    let query = if link.forward_query || !link.rules.is_empty() {
+        query
+    } else {
+        None
+    };
+    let decision = decision::decide_persistent(
+        Some(&link),
+        LinkGroup::Rules(settings),
+        Some(blocklist.as_ref()),
+        &visitor,
+        query,
+        now,
+    );
+    let records_until = link_until.min(group_until).min(blocklist_until);
+    // The answer lasts until the records' reload, the link's expiry or the next edge of a rule's window.
+    let changes_at = match (link.expires_at, smart::next_change(&link, now)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let until = decision::answer_until(records_until, changes_at);
+    ANSWER_VARY.with(|v| v.set(vary));
+    Some((decision, until, true, group_after.cloned()))
+}
+
+/// [`answer`]'s dynamic link ([`persistent`] says why apart).
+#[inline(never)]
+fn dynamic(
+    host: &str,
+    group_id: &str,
+    token: Option<String>,
+    now_ms: u64,
+    wanted: &mut Vec<String>,
+) -> Option<Decided> {
+    let now = i64::try_from(now_ms).ok()?;
+    // The three records do not depend on each other: a first visit reads all it lacks in one round.
+    let (domain, group, blocklist) = (
+        records::fresh_domain(host, now_ms),
+        records::fresh_group(group_id, now_ms),
+        records::fresh_blocklist(now_ms),
+    );
+    let (
+        Some((domain, domain_until)),
+        Some((group, group_until)),
+        Some((blocklist, blocklist_until)),
+    ) = (domain, group, blocklist)
+    else {
+        wanted.push(kv_model::domain_key(host));
+        wanted.push(kv_model::group_key(group_id));
+        wanted.push(BLOCKLIST_KEY.to_owned());
+        return None;
+    };
+    if decision::needs_visitor(Some(&group.settings)) {
+        return None;
+    }
+    // The memo's entry for a token seen before: its expiry (in seconds) is the payload's, known before
+    // deciding. One lookup serves both the keeping and the answer's bound.
+    let seen_expiry = token.as_deref().and_then(|t| group.opened_expiry(t));
+    let decision = decision::decide_dynamic(
+        domain.as_deref(),
+        Some(&group),
+        token.as_deref(),
+        Some(blocklist.as_ref()),
+        &Visitor::default(),
+        now / 1000,
+    );
+    let records_until = domain_until.min(group_until).min(blocklist_until);
+    let until = seen_expiry.map_or(0, |at| {
+        decision::answer_until(records_until, at.map(|s| s.saturating_mul(1000)))
+    });
+    Some((decision, until, seen_expiry.is_some(), None))
 }
 
 /// The visitor facts `vary` names (`smart::VARY_*`), read from the request: only those, each a call out of wasm.

@@ -59,24 +59,29 @@ thread_local! {
 fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
     CONFIG.with(|c| {
         c.get_or_init(|| {
-            let var = |name: &str| env.var(name).ok().map(|v| v.to_string());
-            let ttl_ms = config::cache_ttl_seconds(var(config::CACHE_TTL_VAR).as_deref()) * 1000;
+            let ttl_ms =
+                config::cache_ttl_seconds(env_text(env, config::CACHE_TTL_VAR).as_deref()) * 1000;
             records::set_cache_ttl_ms(ttl_ms);
-            let secret = env
-                .secret(config::ORIGIN_SECRET)
-                .ok()
-                .map(|s| s.to_string());
             Rc::new(IsolateConfig {
-                default_fallback: var(config::DEFAULT_FALLBACK_VAR),
+                default_fallback: env_text(env, config::DEFAULT_FALLBACK_VAR),
                 origin: Origin::from_vars(
-                    var(config::ORIGIN_URL_VAR).as_deref(),
-                    secret.as_deref(),
+                    env_text(env, config::ORIGIN_URL_VAR).as_deref(),
+                    env_text(env, config::ORIGIN_SECRET).as_deref(),
                 )
                 .map(Rc::new),
             })
         })
         .clone()
     })
+}
+
+/// A variable's or a secret's text (both are plain strings on `env`); `None` when unset. Read directly rather than
+/// with `Env::var`/`Env::secret`, which format an error message for every unset name and copy the value out through
+/// `Display`: core's formatting machinery, compiled on every new isolate's first request for nothing.
+fn env_text(env: &Env, name: &str) -> Option<String> {
+    js_sys::Reflect::get(env, &JsValue::from_str(name))
+        .ok()?
+        .as_string()
 }
 
 /// The Workers fetch entry point, exported by hand rather than with `#[event(fetch)]`: a request the isolate can
@@ -115,6 +120,17 @@ fn answer(
     if !first && let Some(plan) = first::plan(&env, &wanted, now_ms) {
         return plan.into();
     }
+    full_path(req, env, ctx, now_ms)
+}
+
+/// [`handle`] as a `Promise`. Out of line: a first visit the fast path answers never compiles the future's setup.
+#[inline(never)]
+fn full_path(
+    req: worker::worker_sys::web_sys::Request,
+    env: Env,
+    ctx: worker::worker_sys::Context,
+    now_ms: u64,
+) -> JsValue {
     worker::wasm_bindgen_futures::future_to_promise(async move {
         let ctx = Context::new(ctx);
         // `handle` never fails in practice (binding errors become fallbacks); if it did, a bare 500, as the
