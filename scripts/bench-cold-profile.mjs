@@ -5,12 +5,15 @@
 //              first request, sampled every 50 µs, summed by function (self time), our wasm functions named
 //              through the build's functions.txt. The isolate's start (the script's top level) runs before any
 //              inspector can attach, so it is not in this profile.
-//   perf       Linux `perf record` of the whole workerd process from exec to after the first request (the
-//              start included), at 20 kHz with call stacks, and each sample put in one bucket by its stack: the
-//              worker's start (its modules compiled, its top level run: JS parse, wasm compile, wasm lazy
-//              compile, wasm and JS run) or the first request, else workerd's own start. For ours and the
-//              careful JavaScript worker, so the difference is what ours adds; CPU ms are samples / 20 kHz,
-//              medians of PERF_RUNS runs.
+//   perf       Linux `perf record` of the whole workerd process from exec to 300 ms after the first answer (the
+//              start included), at 20 kHz with call stacks, every thread. Each sample is put in one bucket: by
+//              when it was taken, the first request (from the moment it is sent until its answer reached the
+//              client) or after it (ours reads its group's record in waitUntil then); before it, by its stack,
+//              the worker's start (its modules compiled, its top level run) or workerd's own start; and within
+//              that by what its stack runs (JS parse, wasm compile, Liftoff, JS or wasm run, GC). For ours and
+//              the careful JavaScript worker, so the difference is what ours adds; CPU ms are samples / 20 kHz,
+//              medians of PERF_RUNS runs. (Before 2026-11-29 the first request was told by its stack alone,
+//              which left out what runs after a KV read, and the KV seeding was inside the profile.)
 //   compiled   which of our wasm functions V8 compiles (Liftoff, lazily: on its first call) for the first request,
 //              from V8's `--perf-basic-prof` map of workerd: each function's index, its size in the wasm's code
 //              section and in machine code, its Rust name (functions.txt), split into those compiled before the
@@ -22,7 +25,8 @@
 //        scripts/build-edge-worker.sh; perf needs the `perf` tool, apt-get install linux-perf)
 // Environment: EDGE_BUILD_DIR (default edge-worker/build), PEER_JS (default ../shared/bench/peer-js), PERF_RUNS
 //        (default 5), CASE (hot or dynamic, default hot), WORKER=careful (the inspector profile of the careful
-//        JavaScript worker instead of ours).
+//        JavaScript worker instead of ours), PERF_LEAVES (perf: the functions the samples of the buckets whose name
+//        holds this text stopped in, e.g. "first request: wasm lazy").
 import { execFileSync, execSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
@@ -108,9 +112,20 @@ function get(url) {
   });
 }
 
-async function seed(mf, worker) {
-  const kv = await mf.getKVNamespace(worker.seed.binding);
-  for (const [k, v] of Object.entries(worker.seed.records)) await kv.put(k, v);
+// The worker's options with its KV records already stored: written by a Miniflare of its own into a directory the
+// profiled one reads (`kvPersist`), so that the seeding's requests (handled in the profiled workerd like any
+// other) are in no profile.
+async function seeded(worker) {
+  const kvPersist = mkdtempSync(join(work, "kv-"));
+  const seeder = new Miniflare({ ...worker.options, kvPersist });
+  try {
+    await seeder.ready;
+    const kv = await seeder.getKVNamespace(worker.seed.binding);
+    for (const [k, v] of Object.entries(worker.seed.records)) await kv.put(k, v);
+  } finally {
+    await seeder.dispose();
+  }
+  return { ...worker.options, kvPersist };
 }
 
 // Index -> Rust name of the build's wasm functions (functions.txt: "N:name" lines from wasm-opt).
@@ -128,10 +143,9 @@ function functionNames() {
 async function inspectorProfile() {
   const port = 9300 + Math.floor(Math.random() * 500);
   const worker = process.env.WORKER === "careful" ? careful : ours;
-  const mf = new Miniflare({ ...worker.options, inspectorPort: port });
+  const mf = new Miniflare({ ...(await seeded(worker)), inspectorPort: port });
   const url = await mf.ready;
   try {
-    await seed(mf, worker);
     const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
     const target = targets.find((t) => t.id === "core:user:" || t.title?.includes("core:user:")) ?? targets[0];
     const ws = new WebSocket(target.webSocketDebuggerUrl);
@@ -208,14 +222,20 @@ function summarizeProfile(profile, status, first, worker) {
   }
 }
 
-// The bucket of one perf sample, from its stack (leaf first).
-function bucket(frames) {
+// The bucket of one perf sample, from when it was taken (`when`: before the first request was sent, while it was
+// answered, after its answer reached the client) and its stack (leaf first). Every thread's samples while the
+// request is answered are the request's: a stack alone does not tell (the work after a KV read resumes from
+// workerd's event loop, with no request handler below it).
+function bucket(frames, when) {
   const has = (re) => frames.some((f) => re.test(f));
-  const phase = has(/requestImpl/)
-    ? "first request"
-    : has(/Server::makeWorkerImpl|Worker::Worker\b|Worker::Script::Script/)
-      ? "worker start"
-      : "workerd's own start";
+  const phase =
+    when === "request"
+      ? "first request"
+      : when === "after"
+        ? "after the answer"
+        : has(/Server::makeWorkerImpl|Worker::Worker\b|Worker::Script::Script/)
+          ? "worker start"
+          : "workerd's own start";
   if (phase === "workerd's own start") {
     // Other threads (V8's background compile jobs, workerd's own) and the main thread's own start, by what runs.
     if (has(/wasm::/)) return `${phase}: wasm (background compile)`;
@@ -241,20 +261,27 @@ function perfProfile(worker) {
   const dir = mkdtempSync(join(work, "perf-"));
   const wrapper = join(dir, "workerd.sh");
   const workerd = execSync(`readlink -f ${join(root, "node_modules/.bin/workerd")}`).toString().trim();
-  writeFileSync(wrapper, `#!/bin/sh\nexec perf record -q -F 20000 -g -o ${dir}/perf.$$.data -- ${workerd} "$@"\n`);
+  // CLOCK_MONOTONIC timestamps, the clock of Node's process.hrtime: samples are placed against the request's times.
+  writeFileSync(wrapper, `#!/bin/sh\nexec perf record -q -k mono -F 20000 -g -o ${dir}/perf.$$.data -- ${workerd} "$@"\n`);
   chmodSync(wrapper, 0o755);
   return { dir, wrapper };
 }
 
 async function perfSample(worker) {
+  const options = await seeded(worker);
   const { dir, wrapper } = perfProfile(worker);
   process.env.MINIFLARE_WORKERD_PATH = wrapper;
-  const mf = new Miniflare(worker.options);
+  const mf = new Miniflare(options);
   let perfPid;
+  let sent;
+  let answered;
   try {
     const url = await mf.ready;
-    await seed(mf, worker);
+    sent = process.hrtime.bigint();
     if ((await get(url)) !== 302) throw new Error(`${worker.name}: not a 302`);
+    answered = process.hrtime.bigint();
+    // What the worker does after its answer (ours: the group's record read in waitUntil) gets time to run.
+    await new Promise((r) => setTimeout(r, 300));
     perfPid = execSync(`pgrep -P ${process.pid} -x perf || true`).toString().trim().split("\n")[0];
     // perf writes its file on SIGINT; Miniflare's dispose would SIGKILL it first.
     if (perfPid) process.kill(Number(perfPid), "SIGINT");
@@ -264,19 +291,33 @@ async function perfSample(worker) {
     await mf.dispose();
   }
   const file = join(dir, `perf.${perfPid}.data`);
-  const script = execFileSync("perf", ["script", "-i", file, "-F", "ip,sym"], {
+  const script = execFileSync("perf", ["script", "-i", file, "-F", "pid,tid,time,ip,sym"], {
     maxBuffer: 1 << 30,
     stdio: ["ignore", "pipe", "ignore"],
   }).toString();
   const counts = new Map();
   let total = 0;
+  // Seconds with microseconds, as perf prints them, to nanoseconds as process.hrtime gives them.
+  const ns = (seconds) => {
+    const [whole, fraction = ""] = seconds.split(".");
+    return BigInt(whole) * 1_000_000_000n + BigInt(fraction.padEnd(9, "0").slice(0, 9));
+  };
   for (const sample of script.split(/\n\s*\n/)) {
-    const frames = sample
-      .split("\n")
-      .map((l) => l.trim().replace(/^[0-9a-f]+\s+/, ""))
-      .filter(Boolean);
+    const lines = sample.split("\n").filter((l) => l.trim());
+    const at = /^\s*(\d+)\/(\d+)\s+(\d+\.\d+):/.exec(lines[0] ?? "");
+    if (!at) continue;
+    const frames = lines.slice(1).map((l) => l.trim().replace(/^[0-9a-f]+\s+/, ""));
     if (!frames.length) continue;
-    const b = bucket(frames);
+    const t = ns(at[3]);
+    const when = t < sent ? "before" : t <= answered ? "request" : "after";
+    // Once the worker has started, V8's threads (wasm compile jobs, GC helpers) apart from the main thread's work.
+    const thread = when !== "before" && at[1] !== at[2] ? " (other threads)" : "";
+    const b = bucket(frames, when) + thread;
+    // PERF_LEAVES=<text>: the functions most samples of the buckets named with that text stopped in, per worker.
+    if (process.env.PERF_LEAVES && b.includes(process.env.PERF_LEAVES)) {
+      const key = `${worker.name}\t${frames[0].replace(/\+0x[0-9a-f]+.*$/, "")}`;
+      leaves.set(key, (leaves.get(key) ?? 0) + 1);
+    }
     counts.set(b, (counts.get(b) ?? 0) + 1);
     total++;
   }
@@ -284,6 +325,9 @@ async function perfSample(worker) {
   rmSync(dir, { recursive: true, force: true });
   return counts;
 }
+
+// PERF_LEAVES' counts: "<worker>\t<leaf function>" -> samples, over every run.
+const leaves = new Map();
 
 async function perfProfiles() {
   const results = new Map(); // worker -> [Map]
@@ -301,7 +345,7 @@ async function perfProfiles() {
   const keys = new Set();
   for (const runs of results.values()) for (const r of runs) for (const k of r.keys()) keys.add(k);
   const ms = (name, key) => median(results.get(name).map((r) => r.get(key) ?? 0)) / 20;
-  console.log(`\n### CPU of workerd from exec to the first answer, perf at 20 kHz (medians of ${perfRuns} runs, ms)\n`);
+  console.log(`\n### CPU of workerd from exec to 300 ms after the first answer, perf at 20 kHz (medians of ${perfRuns} runs, ms)\n`);
   console.log("| bucket | careful JS | ours | ours − JS |");
   console.log("|---|---|---|---|");
   const sorted = [...keys].sort((a, b) => (a === "total" ? 1 : b === "total" ? -1 : a.localeCompare(b)));
@@ -309,6 +353,14 @@ async function perfProfiles() {
     const a = ms("careful JS", key);
     const b = ms("ours", key);
     console.log(`| ${key} | ${a.toFixed(1)} | ${b.toFixed(1)} | ${(b - a).toFixed(1)} |`);
+  }
+  if (process.env.PERF_LEAVES) {
+    console.log(`\nWhere the samples of "${process.env.PERF_LEAVES}" stopped (ms over all ${perfRuns} runs):\n`);
+    console.log("| worker | function | ms |\n|---|---|---|");
+    for (const [key, n] of [...leaves].sort((a, b) => b[1] - a[1]).slice(0, 30)) {
+      const [name, leaf] = key.split("\t");
+      console.log(`| ${name} | ${leaf.replaceAll("|", "\\|").slice(0, 120)} | ${(n / 20).toFixed(1)} |`);
+    }
   }
 }
 
@@ -388,11 +440,11 @@ async function compiledFunctions() {
     readdirSync("/tmp")
       .filter((f) => /^perf-\d+\.map$/.test(f))
       .map((f) => join("/tmp", f));
+  const options = await seeded(ours);
   const earlier = new Set(maps());
-  const mf = new Miniflare(ours.options);
+  const mf = new Miniflare(options);
   const url = await mf.ready;
   try {
-    await seed(mf, ours);
     const ourMap = maps().find((f) => !earlier.has(f) && readFileSync(f, "utf8").includes("JS:wasm-function["));
     if (!ourMap) throw new Error("no perf map names a wasm function: did workerd get --perf-basic-prof?");
     const start = readFileSync(ourMap, "utf8").split("\n").length - 1;
