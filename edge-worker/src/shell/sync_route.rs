@@ -14,7 +14,7 @@ use crate::sync::{self, Auth};
 
 /// `POST /__shortlink/sync`.
 pub(super) async fn sync_route(req: &mut Request, env: &Env) -> Reply {
-    let secret = env.secret(config::SYNC_SECRET).ok().map(|s| s.to_string());
+    let secret = super::env_text(env, config::SYNC_SECRET);
     let authorization = req.headers().get("Authorization").ok().flatten();
     let auth = sync::authorize(authorization.as_deref(), secret.as_deref());
     // Refuse an oversized body before reading it when its length is declared.
