@@ -7,11 +7,14 @@
 //! test process with `cargo build -p origin-api` (skip with `SHORTLINK_ORIGIN_SKIP_BUILD=1` when a preceding step
 //! built it).
 
+use std::collections::BTreeSet;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -32,19 +35,27 @@ pub const HOST_FALLBACK: &str = "https://www.example.com/not-found";
 const STARTUP_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A free TCP port on 127.0.0.1 (bound, then released: a port for a process started later), picked at random below
-/// Linux's ephemeral range (32768–60999). A port the system hands out (`bind(0)`, and every outgoing connection's
-/// local port) comes from that range, so between this call and the process binding it another test's client or
-/// listener could take it (CI saw "Address already in use" that way); below it, only another test's random pick can.
+/// Linux's ephemeral range (32768–60999), and never the same twice in one test process.
+///
+/// Below the ephemeral range because a port the system hands out (`bind(0)`, and every outgoing connection's local
+/// port) comes from that range, so between this call and the process binding it another test's client or listener
+/// could take it (CI saw "Address already in use" that way). Never twice because a test often picks a port seconds
+/// before anything binds it (a stack picks the origin's port, then starts the worker, then the origin): a parallel
+/// test's pick in that window saw the port free and got it too (CI: the worker of
+/// `propagation::group_settings_and_deletion_reach_the_edge` found its port taken). cargo runs test binaries one
+/// after another, so remembering this process's picks is enough.
 pub fn free_port() -> u16 {
-    use std::hash::{BuildHasher, Hasher};
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let state = std::collections::hash_map::RandomState::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    let state = RandomState::new();
     for _ in 0..1_000 {
         let mut h = state.build_hasher();
-        h.write_u64(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        h.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
         h.write_u32(std::process::id());
         let port = 20_000 + (h.finish() % 12_000) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.insert(port);
             return port;
         }
     }
@@ -645,5 +656,20 @@ fn group(v: &Value) -> Group {
     Group {
         id: str_field(v, "id"),
         key: str_field(v, "key"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 300 picks from 12,000 ports would repeat one more often than not (birthday bound) if picks were independent;
+    /// a stack's second pick must never be its first, nor a parallel test's.
+    #[test]
+    fn free_port_never_gives_a_port_twice() {
+        let picks: Vec<u16> = (0..300).map(|_| free_port()).collect();
+        let distinct: BTreeSet<u16> = picks.iter().copied().collect();
+        assert_eq!(distinct.len(), picks.len());
+        assert!(picks.iter().all(|p| (20_000..32_000).contains(p)));
     }
 }
