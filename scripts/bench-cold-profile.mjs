@@ -20,13 +20,19 @@
 //              response and after it (the group's record read in `waitUntil` after a first visit decided from the
 //              link's copy of its settings). A steady count, unlike times: the first request's Liftoff time goes
 //              with the bytes compiled before the response.
+//   flushes    when V8 drops the process's Liftoff code: ours' workerd run under gdb (apt-get install gdb), with
+//              breakpoints that print a line for each memory-pressure notification (its level and caller), each
+//              flush of Liftoff code (`WasmEngine::FlushLiftoffCode`) and each wasm module compiled or
+//              instantiated, in order, split at the worker's readiness. Not in `perf` or the latency benches: gdb
+//              slows workerd's start.
 //
-// Usage: node scripts/bench-cold-profile.mjs [inspector|perf|compiled]...   (default: inspector and perf; after
+// Usage: node scripts/bench-cold-profile.mjs [inspector|perf|compiled|flushes]...   (default: inspector and perf; after
 //        scripts/build-edge-worker.sh; perf needs the `perf` tool, apt-get install linux-perf)
 // Environment: EDGE_BUILD_DIR (default edge-worker/build), PEER_JS (default ../shared/bench/peer-js), PERF_RUNS
 //        (default 5), CASE (hot or dynamic, default hot), WORKER=careful (the inspector profile of the careful
 //        JavaScript worker instead of ours), PERF_LEAVES (perf: the functions the samples of the buckets whose name
-//        holds this text stopped in, e.g. "first request: wasm lazy").
+//        holds this text stopped in, e.g. "first request: wasm lazy"), COMPILED_TOP (compiled: how many of the
+//        largest functions to list, default 25).
 import { execFileSync, execSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
@@ -41,8 +47,6 @@ const build = resolve(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build");
 const peer = resolve(process.env.PEER_JS ?? join(root, "../shared/bench/peer-js"));
 const perfRuns = Number(process.env.PERF_RUNS ?? 5);
 const modes = process.argv.slice(2).length ? process.argv.slice(2) : ["inspector", "perf"];
-// V8 flags for workerd, read by Miniflare when it starts one: the compiled mode needs the perf map.
-if (modes.includes("compiled")) process.env.MINIFLARE_WORKERD_V8_FLAGS = "--perf-basic-prof";
 const HOST = "bench.example.com";
 const GROUP = "cccccccc-0000-4000-8000-000000000001";
 const KEY = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI"; // 32 bytes of 0x42, base64url
@@ -58,6 +62,11 @@ const path =
     : "/hot";
 
 const work = mkdtempSync(join(root, "target", "bench-profile-"));
+// V8 flags for workerd, read by Miniflare when it starts one: the compiled mode needs the perf map. V8 also writes
+// its log then, one file per isolate in workerd's directory (the checkout) unless told where: one file, in `work`.
+if (modes.includes("compiled")) {
+  process.env.MINIFLARE_WORKERD_V8_FLAGS = `--perf-basic-prof --no-logfile-per-isolate --logfile=${join(work, "v8.log")}`;
+}
 copyFileSync(join(peer, "careful-worker.mjs"), join(work, "careful-worker.mjs"));
 const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
 const common = { host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN) };
@@ -431,6 +440,77 @@ function liftoffLines(text, from) {
   return out;
 }
 
+async function flushes() {
+  // The workerd binary Miniflare runs (the `workerd` package, a CommonJS module: its export is under `default`).
+  const workerd = (await import("workerd")).default.default;
+  const log = join(work, "gdb.log");
+  const commands = join(work, "gdb-commands");
+  // `args`: printf's arguments after the format (x86-64: a method's second argument is in esi).
+  const event = (symbol, text, { backtrace = "", args = "" } = {}) =>
+    `break ${symbol}\ncommands\nsilent\nprintf "EVENT ${text}\\n"${args}\n${backtrace}continue\nend\n`;
+  writeFileSync(
+    commands,
+    "set pagination off\nset confirm off\n" +
+      ["SIGPIPE", "SIGUSR1", "SIGUSR2", "SIG34", "SIG35"].map((s) => `handle ${s} nostop noprint pass\n`).join("") +
+      event("v8::internal::Heap::MemoryPressureNotification", "memory pressure notification, level %d (1 moderate, 2 critical)", {
+        args: ", $esi",
+        backtrace: "bt 3\n",
+      }) +
+      event("v8::internal::wasm::WasmEngine::FlushLiftoffCode", "V8 flushes the Liftoff code of every isolate in the process", {
+        backtrace: "bt 2\n",
+      }) +
+      event("v8::internal::wasm::WasmEngine::SyncCompile", "a wasm module compiled") +
+      event("v8::internal::wasm::WasmEngine::SyncInstantiate", "a wasm module instantiated") +
+      event("v8::internal::wasm::WasmEngine::AsyncCompile", "a wasm module compiled (async)") +
+      "run\n",
+  );
+  const wrapper = join(work, "workerd-under-gdb");
+  writeFileSync(wrapper, `#!/bin/sh\nexec gdb -batch -x '${commands}' --args '${workerd}' "$@" >>'${log}' 2>&1\n`);
+  chmodSync(wrapper, 0o755);
+  // One entry per event, with its callers (" <- "), in order.
+  const events = () => {
+    const entries = [];
+    const lines = existsSync(log) ? readFileSync(log, "utf8").split("\n") : [];
+    for (const line of lines) {
+      // A flush that a notification led to is told in the notification's entry.
+      if (line.startsWith("EVENT V8 flushes") && entries.at(-1)?.startsWith("memory pressure")) {
+        entries[entries.length - 1] += `; then ${line.slice(6)}`;
+      } else if (line.startsWith("EVENT ")) entries.push(line.slice(6));
+      else if (/^#[12] /.test(line) && entries.length) {
+        entries[entries.length - 1] += ` <- ${line.replace(/^#\d+\s+0x[0-9a-f]+ in /, "").replace(/\(.*$/, "")}`;
+      }
+    }
+    return entries;
+  };
+  // Markdown list items, runs of the same entry counted.
+  const listed = (entries) => {
+    const runs = [];
+    for (const e of entries) {
+      if (runs.length && runs[runs.length - 1][0] === e) runs[runs.length - 1][1]++;
+      else runs.push([e, 1]);
+    }
+    return runs.length ? runs.map(([e, n]) => `- ${e}${n > 1 ? ` (${n} times in a row)` : ""}`) : ["- (none)"];
+  };
+  // Seeded first, so that the seeding Miniflare's workerd runs without gdb.
+  const options = await seeded(ours);
+  process.env.MINIFLARE_WORKERD_PATH = wrapper;
+  const mf = new Miniflare(options);
+  try {
+    const url = await mf.ready;
+    await new Promise((r) => setTimeout(r, 500));
+    const atReady = events().length;
+    const status = await get(url);
+    await new Promise((r) => setTimeout(r, 500));
+    const all = events();
+    console.log(`\n### V8's wasm events in ours' workerd (${path === "/hot" ? "hot link" : "dynamic link"}, status ${status})\n`);
+    console.log(`Until the worker was ready:\n\n${listed(all.slice(0, atReady)).join("\n")}\n`);
+    console.log(`From then until 500 ms after the first answer:\n\n${listed(all.slice(atReady)).join("\n")}`);
+  } finally {
+    delete process.env.MINIFLARE_WORKERD_PATH;
+    await mf.dispose();
+  }
+}
+
 async function compiledFunctions() {
   const names = functionNames();
   const sizes = wasmBodySizes(readFileSync(join(build, "index_bg.wasm")));
@@ -466,7 +546,7 @@ async function compiledFunctions() {
       console.log(`| ${name} | ${fs.length} | ${sum(fs)} | ${fs.reduce((a, [, m]) => a + m, 0)} |`);
     }
     console.log("\nLargest compiled before the response:\n\n| index | wasm bytes | function |\n|---|---|---|");
-    for (const [index] of [...before].sort((a, b) => (sizes[b[0]] ?? 0) - (sizes[a[0]] ?? 0)).slice(0, 25)) {
+    for (const [index] of [...before].sort((a, b) => (sizes[b[0]] ?? 0) - (sizes[a[0]] ?? 0)).slice(0, Number(process.env.COMPILED_TOP ?? 25))) {
       console.log(`| ${index} | ${sizes[index]} | ${(names.get(index) ?? "?").replaceAll("|", "\\|").slice(0, 120)} |`);
     }
   } finally {
@@ -480,6 +560,7 @@ try {
     if (mode === "inspector") await inspectorProfile();
     else if (mode === "perf") await perfProfiles();
     else if (mode === "compiled") await compiledFunctions();
+    else if (mode === "flushes") await flushes();
     else throw new Error(`unknown mode ${mode}`);
   }
 } finally {

@@ -1,6 +1,6 @@
 // Cold start of the edge worker against the careful JavaScript worker and the fixed-302 floor: for every sample, a
 // new workerd (through Miniflare, in this process) with a new isolate, KV already holding the records, then the
-// first request and a second one. Reported per worker, medians over interleaved rounds:
+// first request and a second one. Reported per worker, medians over interleaved rounds (each round in another order):
 //   start   new Miniflare(...) until it accepts requests: workerd starting, the script compiled, its top level run
 //           (ours instantiates the wasm there); with, apart, the CPU this Node process spent in it (Miniflare
 //           building and encoding workerd's configuration, and parsing the entry module to find its imports:
@@ -265,8 +265,12 @@ async function sample(worker, kase) {
 for (const worker of workers) if (worker.capture) worker.captured = await capture(worker);
 const results = new Map(); // "worker|case" -> [{start, first, second}]
 for (let round = 1; round <= rounds; round++) {
+  // Each round starts with the next worker. A worker's start depends on the one run before it: in a fixed order the
+  // slot after the careful worker's started about 15 ms slower than the next, whichever of two builds held it
+  // (2026-11-29, BENCHMARKS.md), so no worker keeps a slot.
+  const order = workers.map((_, i) => workers[(i + round - 1) % workers.length]);
   for (const kase of cases) {
-    for (const worker of workers) {
+    for (const worker of order) {
       const key = `${worker.name}|${kase.name}`;
       const s = await sample(worker, kase);
       if (!results.has(key)) results.set(key, []);
