@@ -151,8 +151,8 @@ fn resolved(body: &str) -> serde_json::Result<ResolvedLink> {
         #[serde(default)]
         group: Option<GroupRecord>,
     }
-    let record: LinkRecord = serde_json::from_str(body)?;
-    let Group { group } = serde_json::from_str(body)?;
+    let record: LinkRecord = crate::json_record::parse(body)?;
+    let Group { group } = crate::json_record::parse(body)?;
     Ok(ResolvedLink::new(record, group))
 }
 

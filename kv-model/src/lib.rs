@@ -135,6 +135,18 @@ where
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
+/// A field's value parsed by a function of its own rather than inside the record's parse. For the fields most
+/// records lack (rules, a preview card): V8 compiles a wasm function whole on its first call, so a new edge isolate's
+/// first visit to a plain link would otherwise compile these parsers with the record's (BENCHMARKS.md, issue 28).
+#[inline(never)]
+fn apart<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer)
+}
+
 /// A persistent link, at `link:<host>:<short_code>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkRecord {
@@ -155,7 +167,11 @@ pub struct LinkRecord {
     /// Smart-link rules, in order: the first whose conditions all hold for the visitor decides the destination,
     /// else [`LinkRecord::long_url`]. The link's `ios_url` and `android_url` come first, compiled into `os` rules,
     /// so the worker reads one list.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "apart"
+    )]
     pub rules: Vec<Rule>,
     /// The hash of the link's password (`pbkdf2-sha256$…`, [`link_rules::PasswordHash`]); `None`: no password.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,7 +184,11 @@ pub struct LinkRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirect_status: Option<u16>,
     /// The card link-preview crawlers get instead of the redirect; `None`: they get the redirect.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "apart"
+    )]
     pub preview: Option<Preview>,
     /// A copy of the settings of the link's group (`group:<group_id>`'s `settings`) as they were when the record
     /// was published: what the link's first visit on a new isolate needs, so that visit costs one round of KV

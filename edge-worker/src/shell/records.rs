@@ -24,6 +24,7 @@ use crate::bounded::BoundedMap;
 use crate::cache::{self, TtlCache};
 use crate::config;
 use crate::decision::Group;
+use crate::json_record;
 use crate::loads::{Loads, Ticket, Wait, WaitStep};
 use crate::log::{self, KvWrite, Throttle, Via};
 use crate::origin::{self, Lookup, Origin};
@@ -311,7 +312,7 @@ fn wrap_group(text: Option<String>) -> Cached {
 
 /// A JSON record, or `None` when absent, unparsable or of another version (the contract: treat as missing).
 fn parse<T: DeserializeOwned>(text: Option<String>) -> Option<T> {
-    serde_json::from_str(&text?).ok()
+    json_record::parse(&text?).ok()
 }
 
 /// What the isolate cache holds for `key` right now, without I/O, and until when (UNIX ms) it stays so: only a
