@@ -68,7 +68,7 @@ const oursSeed = {
     [`domain:${HOST}`]: record({ enabled: true, fallback_url: "https://www.example.com/" }),
     [`group:${GROUP}`]: record({ key: KEY, settings: {} }),
     blocklist: record({ domains: ["evil.example"] }),
-    [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: {} }),
+    [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: {}, vouched: true }),
   },
 };
 

@@ -102,7 +102,7 @@ CAPNP
     -d '{"put":[{"key":"domain:load.rt","value":{"v":1,"enabled":true,"fallback_url":"https://www.example.com/"}},
                 {"key":"group:00000000-0000-4000-8000-000000000000","value":{"v":1,"key":"QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI","settings":{}}},
                 {"key":"blocklist","value":{"v":1,"domains":["evil.example"]}},
-                {"key":"link:load.rt:hot","value":{"v":1,"long_url":"https://example.org/landing","group_id":"00000000-0000-4000-8000-000000000000","is_active":true,"group_settings":{}}}]}' >/dev/null
+                {"key":"link:load.rt:hot","value":{"v":1,"long_url":"https://example.org/landing","group_id":"00000000-0000-4000-8000-000000000000","is_active":true,"group_settings":{},"vouched":true}}]}' >/dev/null
   # The process whose memory is measured: workerd, a child of Miniflare's Node process, or the bare one itself.
   workerd_of() { if [ "$1" = bare ]; then echo "${serve_pid[bare]}"; else pgrep -P "${serve_pid[$1]}" workerd | head -n 1; fi; }
   rss_of() { awk '/VmRSS/ {printf "%.0f", $2/1024}' "/proc/$(workerd_of "$1")/status"; }

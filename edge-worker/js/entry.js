@@ -139,8 +139,9 @@ function storeRead(read) {
 }
 
 // A request whose records the isolate holds nothing of (a new isolate's first visit): the records read here, then
-// the wasm's synchronous path, with no async Rust compiled or run before the response; the group's own record
-// after it when the link's copy of its settings decided. A link first_store could not cache (KV lacks it: the origin
+// the wasm's synchronous path, with no async Rust compiled or run before the response; the records it went without
+// after it (the group's own, when the link's copy of its settings decided; the blocklist, when the origin's word
+// that the link's destinations are not on it did). A link first_store could not cache (KV lacks it: the origin
 // is asked) is loaded by the full path under its read's mark, so that requests waiting for it wait for that load.
 async function firstVisit(request, env, ctx, key, plan) {
   const read = await readPlan(env, plan);

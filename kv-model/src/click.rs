@@ -10,6 +10,8 @@ use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
+use crate::is_false;
+
 /// Most bytes of the User-Agent an event carries (cut on a character boundary): enough for every browser and OS
 /// token the origin looks for, and a bound on what a visitor can make the worker send.
 pub const MAX_USER_AGENT_BYTES: usize = 256;
@@ -117,10 +119,6 @@ pub struct ClickEvent {
     /// hash per link and day as a unique visitor. Absent when the worker had no salt or no address for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub visitor: Option<String>,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// The body of a click report.

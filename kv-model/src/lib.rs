@@ -197,6 +197,14 @@ pub struct LinkRecord {
     /// the group's record first, as it always can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_settings: Option<GroupSettings>,
+    /// The origin's word that none of the destinations this record names (`long_url`, each rule's `to`,
+    /// `expired_url`, and its preview card's `image`), nor a parent domain of one, was on the blocklist when the record was published, and that it
+    /// publishes the record again, without this word, in the same transaction that blocks one of them. A new
+    /// isolate may then redirect the link's first visit before it has read the blocklist (one KV key in that
+    /// visit's round instead of two); every later visit checks the blocklist as before. Absent or `false` (a
+    /// record published before the field, or one with a destination blocked since): the blocklist is read first.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub vouched: bool,
 }
 
 fn yes() -> bool {
@@ -207,6 +215,11 @@ fn yes() -> bool {
 #[allow(clippy::trivially_copy_pass_by_ref)]
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl LinkRecord {
@@ -225,6 +238,7 @@ impl LinkRecord {
             redirect_status: None,
             preview: None,
             group_settings: None,
+            vouched: false,
         }
     }
 

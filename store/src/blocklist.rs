@@ -4,10 +4,17 @@ use crate::domain::{Hostname, LongUrl, Micros, parent_domains};
 use crate::error::StoreError;
 use crate::outbox;
 use crate::pool::Db;
+use crate::vouch;
 use sqlx::{AnyConnection, Row};
+use std::collections::HashSet;
 
 impl Db {
     /// Adds a destination domain to the blocklist (idempotent). It blocks its subdomains too.
+    ///
+    /// Every link with a destination on the domain is put in the outbox in the same transaction: its record may
+    /// carry the origin's word that none of its destinations is blocked (`kv_model::LinkRecord::vouched`), which
+    /// this takes back. Blocking a blocked domain scans again: an error after the block committed (in the second
+    /// scan, [`Db::rescan_after_block`]) leaves the domain blocked, and the call repeated completes it.
     pub async fn block_domain(&self, domain: &Hostname) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         sqlx::query(
@@ -17,8 +24,41 @@ impl Db {
         .bind(Micros::now().0)
         .execute(&mut *tx)
         .await?;
+        let republished = vouch::links_to(&mut tx, domain).await?;
         // The whole list is one KV record; the publisher reads it when it drains.
-        outbox::enqueue(&mut tx, &[kv_model::BLOCKLIST_KEY.to_owned()]).await?;
+        let mut keys = vec![kv_model::BLOCKLIST_KEY.to_owned()];
+        keys.extend_from_slice(&republished);
+        outbox::enqueue(&mut tx, &keys).await?;
+        tx.commit().await?;
+        self.rescan_after_block(domain, &republished).await
+    }
+
+    /// The scan of [`Db::block_domain`] once more, after its commit. A link write checks its destinations against
+    /// the blocklist on the read pool, outside its own transaction: a link that passed that check before the block
+    /// committed but was itself committed while the block's transaction ran (PostgreSQL) is not seen by the scan
+    /// inside it, and a publisher that read the blocklist before the block committed may have published that link
+    /// vouched. This scan sees every such link, and its rows in the outbox make the publisher read the blocklist
+    /// again. Links the first scan found are left out: their rows committed with the block, so the publisher
+    /// reads them after it.
+    async fn rescan_after_block(
+        &self,
+        domain: &Hostname,
+        republished: &[String],
+    ) -> Result<(), StoreError> {
+        let found = {
+            let mut conn = self.read.acquire().await?;
+            vouch::links_to(&mut conn, domain).await?
+        };
+        let done: HashSet<&str> = republished.iter().map(String::as_str).collect();
+        let missed: Vec<String> = found
+            .into_iter()
+            .filter(|key| !done.contains(key.as_str()))
+            .collect();
+        if missed.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.begin_write().await?;
+        outbox::enqueue(&mut tx, &missed).await?;
         tx.commit().await?;
         Ok(())
     }

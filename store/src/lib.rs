@@ -52,6 +52,7 @@ mod sql_chunks;
 mod tags;
 mod unique_visitors;
 mod user_agent;
+mod vouch;
 mod web_auth;
 mod webhooks;
 mod write_budget;

@@ -6,6 +6,7 @@ use crate::error::StoreError;
 use crate::link_options::stored_rules;
 use crate::outbox::enqueue;
 use crate::pool::Db;
+use crate::vouch::vouched;
 use kv_model::{
     BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord, Preview, SaltRecord,
 };
@@ -236,12 +237,17 @@ impl Db {
 
     /// A persistent link as the edge sees it, by hostname and (lowercase) short code, with a copy of its group's
     /// settings (`LinkRecord::group_settings`: a new isolate decides the link's first visit from it; a change of
-    /// the settings republishes the group's links, `update_group`).
+    /// the settings republishes the group's links, `update_group`), and vouched for when none of its destinations
+    /// is blocked (`LinkRecord::vouched`, [`crate::vouch`]; a block republishes the links it takes the word from,
+    /// `block_domain`).
     pub async fn link_record(
         &self,
         host: &str,
         short_code: &str,
     ) -> Result<Option<LinkRecord>, StoreError> {
+        // The blocklist is read on the same connection, after the link: a block committed after that read
+        // republishes the link (`block_domain`), so the word given here is taken back by a later record.
+        let mut conn = self.read.acquire().await?;
         // A disabled account's links stop at the edge as if paused.
         let row = sqlx::query(
             "SELECT l.long_url, l.group_id, l.is_active, l.expires_at, l.forward_query, a.disabled, \
@@ -253,7 +259,7 @@ impl Db {
         )
         .bind(host.to_ascii_lowercase())
         .bind(short_code.to_ascii_lowercase())
-        .fetch_optional(&self.read)
+        .fetch_optional(&mut *conn)
         .await?;
         let Some(r) = row else {
             return Ok(None);
@@ -284,7 +290,7 @@ impl Db {
         // The worker asks for the password (its form, the throttle through the origin, the cookie): the hash goes
         // into the record as it is. Workers older than the form ignored it, hence the README's upgrade order.
         let password_hash: Option<String> = r.try_get("password_hash")?;
-        Ok(Some(LinkRecord {
+        let mut record = LinkRecord {
             expires_at: if limit_reached { Some(0) } else { expires_at },
             forward_query: r.try_get::<i64, _>("forward_query")? != 0,
             rules: edge_rules(
@@ -304,7 +310,9 @@ impl Db {
                 r.try_get::<String, _>("group_id")?,
                 active,
             )
-        }))
+        };
+        record.vouched = vouched(&mut conn, &record).await?;
+        Ok(Some(record))
     }
 }
 
@@ -328,31 +336,26 @@ fn edge_rules(ios_url: Option<String>, android_url: Option<String>, rules: Vec<R
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
     use std::time::Instant;
 
     use crate::domain::{GroupSettings, Hostname};
     use crate::{Actor, Db, DomainOwner};
 
-    /// What a change of a big group's settings costs now that each of its links' records carries a copy of them
-    /// (BENCHMARKS.md, "Edge worker", the one KV round of a new isolate): the change's own transaction (the link
-    /// keys found and put in the outbox), and the publisher's side without the network (every row read, every
-    /// key's record built, the rows removed, in batches of 500 as `origin-api`'s publisher takes them). SQLite in
-    /// a file. `REPUBLISH_LINKS=100000 cargo test -p shortlink-store --release -- --ignored --nocapture
-    /// group_settings_republish`.
-    #[tokio::test(flavor = "multi_thread")]
-    #[ignore = "a measurement, not a test: about a minute"]
-    async fn group_settings_republish() {
-        let n: usize = std::env::var("REPUBLISH_LINKS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(100_000);
+    /// An SQLite store in a file of its own with `n` links (codes `l0`, `l1`, …) of one account and group on
+    /// `sho.rt`, link `i` to `url(i)`: the store, its directory and the group's id.
+    async fn store_with_links(
+        name: &str,
+        n: usize,
+        url: impl Fn(usize) -> String,
+    ) -> (Db, PathBuf, String) {
         let dir = std::env::temp_dir().join(format!(
-            "shortlink-republish-{}",
+            "shortlink-{name}-{}",
             uuid::Uuid::new_v4().simple()
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let url = format!("sqlite://{}", dir.join("db.sqlite").display());
-        let db = Db::connect(&url, 4).await.unwrap();
+        let db_url = format!("sqlite://{}", dir.join("db.sqlite").display());
+        let db = Db::connect(&db_url, 4).await.unwrap();
         db.migrate().await.unwrap();
         let account = db.create_account("big@example.com", true).await.unwrap();
         let domain = db
@@ -395,34 +398,57 @@ mod tests {
                 q = q
                     .bind(uuid::Uuid::new_v4().to_string())
                     .bind(format!("l{i}"))
-                    .bind(format!("https://example.com/landing/{i}"));
+                    .bind(url(i));
             }
             q.execute(&mut *tx).await.unwrap();
         }
         tx.commit().await.unwrap();
-        let drain = |db: &Db| {
-            let db = db.clone();
-            async move {
-                let (mut rows, mut bytes) = (0usize, 0usize);
-                loop {
-                    let batch = db.outbox_batch(500).await.unwrap();
-                    if batch.is_empty() {
-                        return (rows, bytes);
-                    }
-                    for (_, key) in &batch {
-                        bytes += db.kv_record(key).await.unwrap().map_or(0, |r| r.len());
-                    }
-                    let ids: Vec<i64> = batch.iter().map(|(id, _)| *id).collect();
-                    db.outbox_remove(&ids).await.unwrap();
-                    rows += batch.len();
-                }
+        (db, dir, group.id)
+    }
+
+    /// Publishes every outbox row as `origin-api`'s publisher does, without the network (every row read, every
+    /// key's record built, the rows removed, in batches of 500): the rows and the records' bytes.
+    async fn drain(db: &Db) -> (usize, usize) {
+        let (mut rows, mut bytes) = (0usize, 0usize);
+        loop {
+            let batch = db.outbox_batch(500).await.unwrap();
+            if batch.is_empty() {
+                return (rows, bytes);
             }
-        };
+            for (_, key) in &batch {
+                bytes += db.kv_record(key).await.unwrap().map_or(0, |r| r.len());
+            }
+            let ids: Vec<i64> = batch.iter().map(|(id, _)| *id).collect();
+            db.outbox_remove(&ids).await.unwrap();
+            rows += batch.len();
+        }
+    }
+
+    fn links_wanted() -> usize {
+        std::env::var("REPUBLISH_LINKS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000)
+    }
+
+    /// What a change of a big group's settings costs now that each of its links' records carries a copy of them
+    /// (BENCHMARKS.md, "Edge worker", the one KV round of a new isolate): the change's own transaction (the link
+    /// keys found and put in the outbox), and the publisher's side without the network ([`drain`]). SQLite in
+    /// a file. `REPUBLISH_LINKS=100000 cargo test -p shortlink-store --release -- --ignored --nocapture
+    /// group_settings_republish`.
+    #[tokio::test(flavor = "multi_thread")]
+    #[ignore = "a measurement, not a test: about a minute"]
+    async fn group_settings_republish() {
+        let n = links_wanted();
+        let (db, dir, group) = store_with_links("republish", n, |i| {
+            format!("https://example.com/landing/{i}")
+        })
+        .await;
         drain(&db).await;
 
         let settings = GroupSettings::parse(r#"{"analytics":{"enabled":true}}"#).unwrap();
         let t = Instant::now();
-        db.update_group(None, &group.id, None, Some(&settings), &Actor::Operator)
+        db.update_group(None, &group, None, Some(&settings), &Actor::Operator)
             .await
             .unwrap();
         let update = t.elapsed();
@@ -438,6 +464,50 @@ mod tests {
             rows as f64 / publish.as_secs_f64(),
             bytes as f64 / rows as f64,
         );
+        db.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// What a block costs when links are many (`block_domain`: its scan of every link's destinations in its
+    /// transaction, the keys it finds put in the outbox, and the second scan after its commit): a domain no link's
+    /// filter matches, one that 1% of the links point to (a subdomain of it), and one that the other 99% point to.
+    /// SQLite in a file. `REPUBLISH_LINKS=100000 cargo test -p shortlink-store --release -- --ignored --nocapture
+    /// block_domain_scan`.
+    #[tokio::test(flavor = "multi_thread")]
+    #[ignore = "a measurement, not a test: about a minute"]
+    async fn block_domain_scan() {
+        let n = links_wanted();
+        let (db, dir, _) = store_with_links("block-scan", n, |i| {
+            if i % 100 == 0 {
+                format!("https://cdn.evil.example/landing/{i}?ref=example.com")
+            } else {
+                format!("https://example.com/landing/{i}")
+            }
+        })
+        .await;
+        drain(&db).await;
+        for (domain, want) in [
+            ("unrelated.example", 0),
+            ("evil.example", n.div_ceil(100)),
+            ("example.com", n - n.div_ceil(100)),
+        ] {
+            let t = Instant::now();
+            db.block_domain(&Hostname::parse(domain).unwrap())
+                .await
+                .unwrap();
+            let took = t.elapsed();
+            let rows = db.outbox_lag().await.unwrap().pending;
+            assert_eq!(
+                rows,
+                want as i64 + 1,
+                "{domain}: the blocklist and its links"
+            );
+            eprintln!(
+                "block_domain_scan: {n} links; blocking {domain} ({want} links to it) took {:.0} ms",
+                took.as_secs_f64() * 1e3
+            );
+            drain(&db).await;
+        }
         db.close().await;
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -110,7 +110,8 @@ pub struct Options {
     /// `SYNC_SECRET`; `None` leaves it unset (the sync route is then disabled).
     pub sync_secret: Option<String>,
     /// Extra environment for the serve script (e.g. `ISOLATE_CACHE_TTL_SECONDS`, `PORT`, `ORIGIN_URL`,
-    /// `ORIGIN_SECRET`). `ORIGIN_URL`, `ORIGIN_SECRET` and `PORT` are not inherited from the test's environment.
+    /// `ORIGIN_SECRET`, `KV_PERSIST`). `ORIGIN_URL`, `ORIGIN_SECRET`, `PORT` and `KV_PERSIST` are not inherited from
+    /// the test's environment.
     pub env: Vec<(String, String)>,
     /// Serve the benchmark's floor worker instead of the edge worker.
     pub floor: bool,
@@ -157,6 +158,7 @@ impl Worker {
             .env_remove("ORIGIN_URL")
             .env_remove("ORIGIN_SECRET")
             .env_remove("PORT")
+            .env_remove("KV_PERSIST")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

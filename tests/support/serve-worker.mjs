@@ -1,6 +1,8 @@
 // Runs the built edge worker (or the benchmark's floor worker) in workerd through Miniflare, configured from the
 // root wrangler.toml, and prints one JSON line `{"url":"http://127.0.0.1:PORT/"}` on stdout once it accepts
-// requests. KV is in memory and starts empty. Stops on SIGINT/SIGTERM, and with --stop-on-eof also when stdin
+// requests. KV is in memory and starts empty, unless KV_PERSIST names a directory: KV is then kept there, and a
+// worker started later on the same directory (after this one stopped) starts with what this one had: a new isolate
+// on a KV namespace others filled, as a Cloudflare location starts one. Stops on SIGINT/SIGTERM, and with --stop-on-eof also when stdin
 // closes (the test harness holds stdin open, so the worker goes away even if the harness is killed).
 //
 //   node tests/support/serve-worker.mjs [--floor] [--stop-on-eof]
@@ -156,6 +158,7 @@ const workers = clickQueue
 
 const mf = new Miniflare({
   ...workers,
+  ...(process.env.KV_PERSIST ? { kvPersist: process.env.KV_PERSIST } : {}),
   host: "127.0.0.1",
   port,
   // No country or bot score by default; see the header comment.

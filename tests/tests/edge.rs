@@ -2,8 +2,8 @@
 //! monetization, headers, the sync route and hostile input.
 
 use e2e::{
-    BROWSER_UA, DEFAULT_FALLBACK, Options, SYNC_SECRET, Worker, domain, dynamic_path, group, link,
-    token,
+    BROWSER_UA, DEFAULT_FALLBACK, Options, SYNC_SECRET, Worker, domain, dynamic_path, eventually,
+    group, link, token,
 };
 use kv_model::LinkRecord;
 use reqwest::Method;
@@ -929,7 +929,8 @@ async fn a_first_visit_uses_the_links_copy_of_its_groups_settings_then_the_group
 }
 
 /// The first-visit path (edge-worker/src/shell/first.rs): an isolate that holds nothing of a link reads the link
-/// and the blocklist in one round, before any async Rust runs, and answers from the link's copy of its group's
+/// before any async Rust runs (the blocklist after it, this link's record lacking the origin's word: see
+/// `a_vouched_link_is_decided_before_the_blocklist_is_read`), and answers from the link's copy of its group's
 /// settings; the group's own record is read after that response and decides from the next visit on. Here the group
 /// has added an interstitial since the link was published: the first visit redirects (the copy), the next ones show
 /// the interstitial (the group). Every record is read once: what the first visit read is cached, not read again by
@@ -1006,6 +1007,74 @@ async fn a_first_visit_reads_each_record_once() {
         s("blocklist"),
     ] {
         assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
+    }
+}
+
+/// The origin's word on the blocklist (`vouched`, edge-worker/README.md): a new isolate decides a vouched link's
+/// first visit without the blocklist, which it reads after that response, and from then on every visit checks it.
+/// Shown with a word gone stale (the destination blocked since: the origin publishes such a record again without
+/// the word, which propagation.rs's `blocking_a_domain_reaches_a_new_isolates_first_visit` checks): the first visit
+/// redirects, the next ones fall back. The same records without the word, on another new isolate: the first visit
+/// reads the blocklist before it is decided, and falls back. Either way each record is read once.
+#[tokio::test]
+async fn a_vouched_link_is_decided_before_the_blocklist_is_read() {
+    let records = |vouched: bool| {
+        let edit = |l: &mut LinkRecord| {
+            l.group_settings = Some(Default::default());
+            l.vouched = vouched;
+        };
+        vec![
+            (format!("domain:{HOST}"), domain(true, Some(HOST_FALLBACK))),
+            (format!("group:{GROUP}"), group(&key(), json!({}))),
+            (s("blocklist"), json!({"v": 1, "domains": ["evil.example"]})),
+            (
+                format!("link:{HOST}:stale"),
+                link_with("https://evil.example/stale", edit),
+            ),
+            (
+                format!("link:{HOST}:plain"),
+                link_with("https://dest.example/plain", edit),
+            ),
+        ]
+    };
+    let browser = [("User-Agent", BROWSER_UA)];
+    for vouched in [true, false] {
+        let w = Worker::start_with(Options {
+            env: vec![(s("KV_FAULTS"), s("1"))],
+            ..Options::default()
+        });
+        w.sync(records(vouched), vec![]).await;
+        let first = w.visit(HOST, "/stale", &browser).await;
+        if vouched {
+            first.assert_destination("https://evil.example/stale");
+            eventually(
+                std::time::Duration::from_secs(5),
+                "the blocklist, read after the first response, applies",
+                || async {
+                    let v = w.visit(HOST, "/stale", &browser).await;
+                    v.status == 302 && v.header("location") == Some(HOST_FALLBACK)
+                },
+            )
+            .await;
+        } else {
+            first.assert_redirect(HOST_FALLBACK);
+        }
+        w.visit(HOST, "/plain", &browser)
+            .await
+            .assert_destination("https://dest.example/plain");
+        let reads = w.kv_reads().await;
+        for key in [
+            format!("link:{HOST}:stale"),
+            format!("link:{HOST}:plain"),
+            s("blocklist"),
+            format!("group:{GROUP}"),
+        ] {
+            assert_eq!(
+                reads.get(&key),
+                Some(&1),
+                "vouched {vouched}: {key} read once: {reads:?}"
+            );
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use e2e::origin::{Account, Database, HOST, HOST_FALLBACK, INTERNAL_SECRET, Origin, OriginOptions};
 use e2e::{BROWSER_UA, DEFAULT_FALLBACK, Options, Worker, dynamic_path, eventually, token};
@@ -1041,6 +1041,72 @@ async fn a_blocklisted_domain_stops_existing_persistent_links() {
         .visit(HOST, &code(&links[2]), &[])
         .await
         .assert_destination("https://fine.example/c");
+}
+
+/// A link's record carries the origin's word that none of its destinations is on the blocklist (`vouched`), on
+/// which a new isolate redirects the link's first visit before it has read the blocklist (one KV key in that
+/// visit's round). Blocking a domain must withdraw the word from every link with a destination under it, in the
+/// block's own transaction: here the links are published (with the word) first, then the domain is blocked, and a
+/// new isolate on the same KV (a second worker, started on the first one's KV after it stopped) gets the first
+/// visit of each. Without the republish, the blocked link's record would still carry the word and its first visit
+/// would redirect to the blocked domain.
+#[tokio::test]
+async fn blocking_a_domain_reaches_a_new_isolates_first_visit() {
+    let kv = std::env::temp_dir().join(format!(
+        "shortlink-kv-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_nanos()
+    ));
+    let with_kv = |port: Option<u16>| {
+        let mut env = vec![("KV_PERSIST".to_owned(), kv.display().to_string())];
+        if let Some(port) = port {
+            env.push(("PORT".to_owned(), port.to_string()));
+        }
+        Worker::start_with(Options {
+            env,
+            ..Options::default()
+        })
+    };
+    let db = Database::new();
+    let account = db.account("owner@example.com");
+    let worker_port = e2e::origin::free_port();
+    let first = with_kv(Some(worker_port));
+    let origin = origin_publishing_to(&db, worker_port).await;
+    let api = origin.api(&account);
+    let blocked = api.link("https://www.shady.example/a", None).await;
+    let in_rule = api
+        .create_link(json!({"long_url": "https://fine.example/rule", "ios_url": "https://shady.example/app"}))
+        .await;
+    let fine = api.link("https://fine.example/c", None).await;
+    outbox_drained(&origin).await;
+    db.admin(&["admin", "blocklist", "add", "--domain", "shady.example"]);
+    outbox_drained(&origin).await;
+    drop(first);
+
+    // No origin to ask, no publisher: what the new isolate knows is what KV holds.
+    let second = with_kv(None);
+    second
+        .visit(HOST, &code(&blocked), &[])
+        .await
+        .assert_redirect(HOST_FALLBACK);
+    second
+        .visit(HOST, &code(&fine), &[])
+        .await
+        .assert_destination("https://fine.example/c");
+    drop(second);
+    let third = with_kv(None);
+    // The blocked domain is only an iPhone's destination: the record lost the word all the same.
+    let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 \
+                  (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
+    third
+        .visit(HOST, &code(&in_rule), &[("User-Agent", iphone)])
+        .await
+        .assert_redirect(HOST_FALLBACK);
+    drop(third);
+    let _ = std::fs::remove_dir_all(&kv);
 }
 
 /// Smart links (issue 25) from the API to the edge: app links, a rule and the redirect status set through the

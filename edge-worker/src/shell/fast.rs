@@ -28,10 +28,11 @@ use crate::visitor::Visitor;
 /// answer to the same request ([`decision::answer_until`]); else `None`, with the KV keys of the route's records the
 /// isolate does not hold fresh added to `wanted` (for the first-visit path, [`super::first`]).
 ///
-/// `first`: the call after the first-visit path has read a persistent link (and the blocklist): a link whose
-/// group the isolate has never read is then decided from the copy of the group's settings its record carries, as
-/// the full path does on a first visit ([`super::persistent`]); that answer is not kept, and the group's own record
-/// is read after the response ([`take_group_after`]).
+/// `first`: the call after the first-visit path has read a persistent link: a link whose group the isolate has
+/// never read is then decided from the copy of the group's settings its record carries, and one the origin vouched
+/// for ([`kv_model::LinkRecord::vouched`]) without the blocklist when the isolate has never read it, as the full
+/// path does on a first visit ([`super::persistent`]); that answer is not kept, and the records it went without
+/// are read after the response ([`take_read_after`]).
 pub(super) fn answer(
     req: &web_sys::Request,
     now_ms: u64,
@@ -40,7 +41,7 @@ pub(super) fn answer(
 ) -> Option<(web_sys::Response, u64)> {
     // A request answered otherwise never reports the previous answer's facts.
     ANSWER_VARY.with(|v| v.set(0));
-    GROUP_AFTER.with(|g| g.take());
+    READ_AFTER.with(|r| r.take());
     let method = req.method();
     let head = match method.as_str() {
         "GET" => false,
@@ -56,7 +57,7 @@ pub(super) fn answer(
         .flatten()
         .and_then(|h| route::normalize_request_host(&h))
         .or_else(|| route::normalize_request_host(authority))?;
-    // The answer, until when it holds, whether to keep it, and the group to read after the response.
+    // The answer, until when it holds, whether to keep it, and the keys to read after the response.
     let (decision, until, keep, read_after) = match route::route(&method, path, query) {
         Route::Persistent { code } => persistent(req, &host, &code, query, now_ms, first, wanted)?,
         Route::Dynamic { group_id, token } => dynamic(&host, &group_id, token, now_ms, wanted)?,
@@ -66,8 +67,8 @@ pub(super) fn answer(
         Outcome::Destination(url) if !decision.analytics => {
             let response = redirect(url, decision.status, head, keep)?;
             // Told to the entry module only with the redirect: a request that goes on to the full path has its
-            // group read there.
-            GROUP_AFTER.with(|g| g.set(read_after));
+            // records read there.
+            READ_AFTER.with(|r| r.set(read_after));
             Some((response, until))
         }
         _ => None,
@@ -75,8 +76,8 @@ pub(super) fn answer(
 }
 
 /// What a decision from the isolate's records gives: the decision, until when it holds (UNIX ms), whether its
-/// redirect is worth keeping, and the group whose record to read after the response.
-type Decided = (Decision, u64, bool, Option<String>);
+/// redirect is worth keeping, and the KV keys to read after the response.
+type Decided = (Decision, u64, bool, Vec<String>);
 
 /// [`answer`]'s persistent link. Each route is a function of its own, out of line: V8 compiles a wasm function
 /// whole on its first call, so a new isolate's first visit to a persistent link does not compile the dynamic
@@ -92,36 +93,51 @@ fn persistent(
     wanted: &mut Vec<String>,
 ) -> Option<Decided> {
     let now = i64::try_from(now_ms).ok()?;
-    // A cached absence falls back, which needs the domain record: the full path.
     let Some((link, link_until)) = records::fresh_link(host, code, now_ms) else {
+        // The link alone: its record carries what a first visit needs of its group and of the blocklist.
         wanted.push(kv_model::link_key(host, code));
-        wanted.push(BLOCKLIST_KEY.to_owned());
         return None;
     };
+    // A cached absence falls back, which needs the domain record: the full path.
     let link = link?;
     // A link with a password or a preview card takes the full path (a cookie or a crawler changes the
     // answer); rules and a redirect status do not: their answer is keyed by the facts the rules read.
     if !link.is_active || link.expired(now) || !smart::fast_path_ok(&link) {
         return None;
     }
+    let mut read_after = Vec::new();
     let group_record;
-    let (settings, group_until, group_after) = match records::fresh_group(&link.group_id, now_ms) {
+    let (settings, group_until) = match records::fresh_group(&link.group_id, now_ms) {
         Some((group, until)) => {
             group_record = group;
-            (&group_record.settings, until, None)
+            (&group_record.settings, until)
         }
         // A first visit decides from the link's copy, never kept (an answer until 0).
         None if first && records::untouched(&kv_model::group_key(&link.group_id), now_ms) => {
-            (link.group_settings.as_ref()?, 0, Some(&link.group_id))
+            read_after.push(kv_model::group_key(&link.group_id));
+            (link.group_settings.as_ref()?, 0)
         }
         None => return None,
     };
     if decision::needs_visitor(Some(settings)) {
         return None;
     }
-    let Some((blocklist, blocklist_until)) = records::fresh_blocklist(now_ms) else {
-        wanted.push(BLOCKLIST_KEY.to_owned());
-        return None;
+    let blocklist_record;
+    let (blocklist, blocklist_until) = match records::fresh_blocklist(now_ms) {
+        Some((list, until)) => {
+            blocklist_record = list;
+            (Some(blocklist_record.as_ref()), until)
+        }
+        // A first visit to a link the origin vouched for, on an isolate that never read the blocklist: decided
+        // without it (the full path would be too), never kept.
+        None if first && link.vouched && records::blocklist_never_read(now_ms) => {
+            read_after.push(BLOCKLIST_KEY.to_owned());
+            (None, 0)
+        }
+        None => {
+            wanted.push(BLOCKLIST_KEY.to_owned());
+            return None;
+        }
     };
     let vary = smart::vary(&link);
     let visitor = if vary == 0 {
@@ -138,7 +154,7 @@ fn persistent(
     let decision = decision::decide_persistent(
         Some(&link),
         LinkGroup::Rules(settings),
-        Some(blocklist.as_ref()),
+        blocklist,
         &visitor,
         query,
         now,
@@ -151,7 +167,9 @@ fn persistent(
     };
     let until = decision::answer_until(records_until, changes_at);
     ANSWER_VARY.with(|v| v.set(vary));
-    Some((decision, until, true, group_after.cloned()))
+    // Not a first visit's redirect init: keeping it is code (the map's insert, its hashing and growth) that a new
+    // isolate's first request would compile; the next visit keeps it.
+    Some((decision, until, !first, read_after))
 }
 
 /// [`answer`]'s dynamic link ([`persistent`] says why apart).
@@ -199,7 +217,7 @@ fn dynamic(
     let until = seen_expiry.map_or(0, |at| {
         decision::answer_until(records_until, at.map(|s| s.saturating_mul(1000)))
     });
-    Some((decision, until, seen_expiry.is_some(), None))
+    Some((decision, until, seen_expiry.is_some(), Vec::new()))
 }
 
 /// The visitor facts `vary` names (`smart::VARY_*`), read from the request: only those, each a call out of wasm.
@@ -230,14 +248,14 @@ fn visitor(req: &web_sys::Request, vary: u32) -> Visitor {
 }
 
 thread_local! {
-    /// The group a first visit's redirect was decided for from the link's copy of its settings: its own record is
-    /// to be read after the response ([`take_group_after`]).
-    static GROUP_AFTER: Cell<Option<String>> = const { Cell::new(None) };
+    /// The records a first visit's redirect was decided without (its group's, from the link's copy of its
+    /// settings; the blocklist, on the origin's word): to be read after the response ([`take_read_after`]).
+    static READ_AFTER: Cell<Vec<String>> = const { Cell::new(Vec::new()) };
 }
 
-/// The group whose record the entry module reads after the response [`answer`] just gave, if any.
-pub(super) fn take_group_after() -> Option<String> {
-    GROUP_AFTER.with(Cell::take)
+/// The KV keys the entry module reads after the response [`answer`] just gave (none: empty).
+pub(super) fn take_read_after() -> Vec<String> {
+    READ_AFTER.with(Cell::take)
 }
 
 thread_local! {

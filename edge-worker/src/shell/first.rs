@@ -76,15 +76,18 @@ pub fn first_fetch(
     super::answer(req, env, ctx, true)
 }
 
-/// The plan of the read to make after the response [`first_fetch`] just gave (`undefined`: none): the group's own
-/// record, when the redirect was decided from the link's copy, so that the next visits have it.
+/// The plan of the reads to make after the response [`first_fetch`] just gave (`undefined`: none): the group's own
+/// record, when the redirect was decided from the link's copy, and the blocklist, when it was decided on the
+/// origin's word, so that the next visits have them.
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export, like `first_store`
 pub fn first_after() -> JsValue {
-    match super::fast::take_group_after() {
-        // The fast path found the key untouched, and the entry module calls this right after it: no other request
-        // can have started a load of it in between.
-        Some(group_id) => plan_of(&[&kv_model::group_key(&group_id)]).into(),
-        None => JsValue::UNDEFINED,
+    let keys = super::fast::take_read_after();
+    if keys.is_empty() {
+        return JsValue::UNDEFINED;
     }
+    // The fast path found each key untouched, and the entry module calls this right after it: no other request
+    // can have started a load of one in between.
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    plan_of(&keys).into()
 }

@@ -452,16 +452,28 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
     }
 }
 
-/// A persistent link. On a new isolate its first visit costs one round of KV reads: the link and the blocklist
-/// together (one key for every link, read before the link says it needs it), and the group's rules from the copy
-/// of its settings the link's record carries; the group's own record is read after the response, for the next
-/// visits. A link published before records carried the copy reads its group after the link, as it always did.
+/// A persistent link. On a new isolate its first visit costs one round of KV reads, of one key: the link, whose
+/// record carries a copy of its group's settings and the origin's word that none of its destinations is on the
+/// blocklist ([`kv_model::LinkRecord::vouched`]); the group's own record and the blocklist are read after the
+/// response, for the next visits. A link published before records carried the copy reads its group after the
+/// link, and one without the word the blocklist, as they always did. Once the isolate has had the blocklist, it
+/// is read with the link (one round when both are due).
 ///
 /// A link with a password checks the visitor's cookie for it, unless `unlocking` (the form is being posted: the
 /// password decides, not a cookie).
 async fn persistent(ctx: &Visit<'_>, host: &str, code: String, unlocking: bool) -> Visited {
     let records = &ctx.records;
-    let (link, blocklist) = join(records.link(host, &code), records.blocklist()).await;
+    let (link, blocklist) = if records.blocklist_unread() {
+        let link = records.link(host, &code).await;
+        if link.as_deref().is_some_and(|l| l.vouched) {
+            records.load_blocklist_after_response();
+            (link, None)
+        } else {
+            (link, records.blocklist().await)
+        }
+    } else {
+        join(records.link(host, &code), records.blocklist()).await
+    };
     let now_ms = i64::try_from(ctx.now_ms).unwrap_or(i64::MAX);
     // The group and the query matter only to a link that can still redirect: a paused or expired one falls back
     // without them.

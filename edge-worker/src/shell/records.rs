@@ -369,6 +369,15 @@ pub(super) fn untouched(key: &str, now_ms: u64) -> bool {
     }) && LOADS.with(|l| l.borrow().under_way(key, now_ms).is_none())
 }
 
+/// Whether the isolate has never had the blocklist: nothing cached, no load under way, no last good copy (with the
+/// isolate cache off, only until its first read). A link the origin vouched for is then decided without it
+/// ([`LinkRecord::vouched`]), by the fast path ([`super::fast`]) and the full path alike.
+pub(super) fn blocklist_never_read(now_ms: u64) -> bool {
+    CACHE.with(|c| c.borrow().get(BLOCKLIST_KEY, now_ms).is_none())
+        && LOADS.with(|l| l.borrow().under_way(BLOCKLIST_KEY, now_ms).is_none())
+        && LAST_GOOD_BLOCKLIST.with(|b| b.borrow().is_none())
+}
+
 thread_local! {
     /// The reads the entry module is making for the first-visit path, each marked as a load under way
     /// ([`start_read`]) until its text comes back ([`store_read`]).
@@ -664,11 +673,28 @@ impl<'a> Records<'a> {
     /// first visit was decided from the copy of its group's settings it carries, so that the next visits have
     /// the group's own record (newer than the copy when the group changed since the link was published).
     pub(super) fn load_group_after_response(&self, group_id: &str) {
-        let key = kv_model::group_key(group_id);
+        self.load_after_response(kv_model::group_key(group_id), wrap_group);
+    }
+
+    /// Whether the isolate has never had the blocklist: no entry (fresh or due for a reload), no load under way
+    /// and no last good copy. A link the origin vouched for ([`LinkRecord::vouched`]) is then decided without it,
+    /// and the list is loaded after the response ([`Records::load_blocklist_after_response`]).
+    pub(super) fn blocklist_unread(&self) -> bool {
+        blocklist_never_read(self.now_ms)
+    }
+
+    /// Loads the blocklist after the response, unless a load of it is under way: for a vouched link's first
+    /// visit, decided without it, so that the next visits check it.
+    pub(super) fn load_blocklist_after_response(&self) {
+        self.load_after_response(BLOCKLIST_KEY.to_owned(), wrap_blocklist);
+    }
+
+    /// Loads `key` in `wait_until`, as a load that other requests wait for, unless one is under way already.
+    fn load_after_response(&self, key: String, wrap: fn(Option<String>) -> Cached) {
         if LOADS.with(|l| l.borrow().under_way(&key, self.now_ms).is_some()) {
             return;
         }
-        let reload = self.kv_load(&key, wrap_group);
+        let reload = self.kv_load(&key, wrap);
         self.ctx.wait_until(async move {
             load(&key, None, reload).await;
         });

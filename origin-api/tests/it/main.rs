@@ -45,5 +45,6 @@ mod teams;
 mod tls;
 mod unique_visitors;
 mod validate_dynamic;
+mod vouched;
 mod webhooks;
 mod write_limits;

@@ -89,6 +89,7 @@ async fn every_change_enqueues_its_key(engine: Engine) {
         l,
         LinkRecord {
             group_settings: Some(g.settings.clone()),
+            vouched: true,
             ..LinkRecord::new("https://a.com/x", group.id.clone(), true)
         }
     );
@@ -234,7 +235,10 @@ async fn internal_routes(engine: Engine) {
     let as_link: LinkRecord = serde_json::from_value(body.clone()).unwrap();
     assert_eq!(
         as_link,
-        LinkRecord::new("https://a.com/x", acc.default_group_id.clone(), true)
+        LinkRecord {
+            vouched: true,
+            ..LinkRecord::new("https://a.com/x", acc.default_group_id.clone(), true)
+        }
     );
     // … with the group's record, the same the publisher writes to `group:<id>`.
     let resolved = ResolvedLink::new(

@@ -157,6 +157,7 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
         record,
         LinkRecord {
             group_settings: record.group_settings.clone(),
+            vouched: true,
             ..LinkRecord::new("https://a.com/x", group.clone(), true)
         }
     );

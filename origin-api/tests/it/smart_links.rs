@@ -463,7 +463,8 @@ async fn link_id(app: &TestApp, acc: &Account, code: &str) -> String {
 
 async fn the_kv_record_carries_what_the_edge_needs(engine: Engine) {
     let (app, acc, counted) = setup(engine).await;
-    // A plain link's record has none of the new fields: byte for byte what it was.
+    // A plain link's record has none of the smart-link fields: byte for byte what it was, but for the origin's
+    // word that its destination is not blocked (`vouched`).
     let (s, _) = app
         .create_json(
             &acc.key,
@@ -474,6 +475,7 @@ async fn the_kv_record_carries_what_the_edge_needs(engine: Engine) {
     let (raw, plain) = record(&app, "link:sho.rt:plain").await;
     let expected = LinkRecord {
         group_settings: plain.group_settings.clone(),
+        vouched: true,
         ..LinkRecord::new(
             "https://example.com/plain",
             acc.default_group_id.clone(),
