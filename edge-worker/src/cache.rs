@@ -33,6 +33,12 @@ struct Entry<V> {
     value: V,
 }
 
+/// The entries a cache has room for before its table first grows. A new isolate's first request inserts its first
+/// records into an empty table, and growing one is code (hashbrown's `reserve_rehash`, about 1 KB of wasm per
+/// table type) that V8 would compile for that request alone: made with room, the table grows only later, on a
+/// request that has no new isolate's start to pay for (BENCHMARKS.md, "Cold start"). 64 entries cost about 3 KB.
+pub const FIRST_SLOTS: usize = 64;
+
 /// A map from KV key to value with one time-to-live for all entries and a size bound.
 #[derive(Debug)]
 pub struct TtlCache<V> {
@@ -45,7 +51,7 @@ impl<V: Clone> TtlCache<V> {
     /// An empty cache whose entries live `ttl_ms` milliseconds; it holds at most `capacity` entries.
     pub fn new(ttl_ms: u64, capacity: usize) -> Self {
         TtlCache {
-            entries: HashMap::new(),
+            entries: HashMap::with_capacity(capacity.min(FIRST_SLOTS)),
             ttl_ms,
             capacity: capacity.max(1),
         }

@@ -55,9 +55,13 @@ impl Ticket {
 }
 
 impl Loads {
-    /// An isolate with no load under way.
+    /// An isolate with no load under way, with room for a few before its table grows (a new isolate's first
+    /// request starts loads, and growing the table is code it would compile: [`crate::cache::FIRST_SLOTS`]).
     pub fn new() -> Self {
-        Self::default()
+        Loads {
+            under_way: HashMap::with_capacity(16),
+            ..Self::default()
+        }
     }
 
     /// The number of the load of `key` under way, if one started less than [`JOIN_TIMEOUT_MS`] before `now_ms`.

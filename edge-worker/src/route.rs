@@ -1,5 +1,8 @@
 //! Which route a request takes, from its method, host, path and query alone (no KV).
 
+// Byte searches, not `str`'s with a `char` pattern: shared_crypto::ascii says why.
+use shared_crypto::ascii::{find_byte, rfind_byte, split_once_byte};
+
 /// The longest short code looked up in KV. Longer paths cannot be links (custom codes are at most 50 characters),
 /// so they go straight to the fallback without costing a KV read.
 pub const MAX_SHORT_CODE_LEN: usize = 64;
@@ -98,7 +101,7 @@ fn signature(query: &str) -> Option<String> {
 /// `/`) and query. Split by hand rather than with the `url` crate, whose IDNA tables would add about 100 KB to
 /// the wasm for no use: the Workers runtime hands us a URL it has already parsed and normalized.
 pub fn split_url(url: &str) -> (&str, &str, Option<&str>) {
-    let url = url.split_once('#').map_or(url, |(before, _)| before);
+    let url = split_once_byte(url, b'#').map_or(url, |(before, _)| before);
     // Not `split_once("://")`: a `&str` pattern brings core's two-way string searcher (about 3 KB of wasm) into
     // every new isolate's first request, for a three-byte needle.
     let rest = url
@@ -106,11 +109,11 @@ pub fn split_url(url: &str) -> (&str, &str, Option<&str>) {
         .windows(3)
         .position(|w| w == b"://")
         .map_or(url, |at| &url[at + 3..]);
-    let (authority, path_query) = match rest.find(['/', '?']) {
+    let (authority, path_query) = match rest.bytes().position(|b| b == b'/' || b == b'?') {
         Some(i) => rest.split_at(i),
         None => (rest, ""),
     };
-    let (path, query) = match path_query.split_once('?') {
+    let (path, query) = match split_once_byte(path_query, b'?') {
         Some((path, query)) => (path, Some(query)),
         None => (path_query, None),
     };
@@ -122,8 +125,8 @@ pub fn split_url(url: &str) -> (&str, &str, Option<&str>) {
 pub fn normalize_request_host(host: &str) -> Option<String> {
     let host = host.trim();
     // A bracketed IPv6 literal has colons inside; only strip a port after the last `]`.
-    let without_port = match host.rfind(':') {
-        Some(colon) if !host[colon..].contains(']') => {
+    let without_port = match rfind_byte(host, b':') {
+        Some(colon) if find_byte(&host[colon..], b']').is_none() => {
             if !host[colon + 1..].bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
@@ -131,7 +134,11 @@ pub fn normalize_request_host(host: &str) -> Option<String> {
         }
         _ => host,
     };
-    let host = without_port.trim_end_matches('.');
+    let end = without_port
+        .bytes()
+        .rposition(|b| b != b'.')
+        .map_or(0, |last| last + 1);
+    let host = &without_port[..end];
     let valid = if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         // 45 characters: the longest textual IPv6 address (with an embedded IPv4 one). Unbounded, a visitor's
         // Referer could make a click event kilobytes long.

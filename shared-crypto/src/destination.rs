@@ -4,6 +4,7 @@
 //! `/`, `?`, `#` or `\`, the host comes after the last `@`, and anything a browser would rewrite into another
 //! host (percent-escapes, non-ASCII lookalikes, tabs or newlines) is rejected instead of guessed at.
 
+use crate::ascii::{find_byte, rfind_byte, split_once_byte};
 use alloc::borrow::Cow;
 use alloc::string::String;
 
@@ -173,14 +174,17 @@ pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
     let rest = rest
         .strip_prefix("//")
         .ok_or(DestinationError::Invalid("missing //host"))?;
-    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
-    let host_port = match authority.rfind('@') {
+    let end = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#' | b'\\'))
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host_port = match rfind_byte(authority, b'@') {
         Some(at) => &authority[at + 1..],
         None => authority,
     };
     let (host, port) = if host_port.starts_with('[') {
-        let end = host_port
-            .find(']')
+        let end = find_byte(host_port, b']')
             .ok_or(DestinationError::Invalid("unterminated IPv6 host"))?;
         let (host, after) = host_port.split_at(end + 1);
         let inner = &host[1..host.len() - 1];
@@ -199,7 +203,7 @@ pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
             },
         }
     } else {
-        match host_port.split_once(':') {
+        match split_once_byte(host_port, b':') {
             Some((host, port)) => (host, Some(port)),
             None => (host_port, None),
         }
@@ -227,7 +231,7 @@ pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
 
 /// Splits `scheme:rest` when the part before the first `:` is a valid RFC 3986 scheme.
 fn split_scheme(url: &str) -> Option<(&str, &str)> {
-    let (scheme, rest) = url.split_once(':')?;
+    let (scheme, rest) = split_once_byte(url, b':')?;
     let mut bytes = scheme.bytes();
     let first_is_alpha = bytes.next().is_some_and(|b| b.is_ascii_alphabetic());
     if first_is_alpha && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))

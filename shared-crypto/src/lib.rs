@@ -28,6 +28,7 @@
 
 extern crate alloc;
 
+pub mod ascii;
 mod blocklist;
 mod destination;
 mod error;

@@ -1,0 +1,39 @@
+//! Finding an ASCII byte in a `str`, for the URL and host parsing a new edge isolate's first request runs.
+//!
+//! Why not `str::find(char)`, `rfind` or `split_once`: with a `char` pattern they go through core's `CharSearcher`
+//! (its forward and reverse `next_match` and `memrchr`, about 2 KB of wasm with the copies each crate gets), and V8
+//! compiles every wasm function on its first call, so a new isolate's first request would compile them for
+//! searches a loop over the bytes does as well (edge-worker's BENCHMARKS.md, "Cold start"). An ASCII byte never
+//! occurs inside a multi-byte UTF-8 sequence, so the index found is a char boundary and slicing there cannot panic.
+
+/// The index of the first `byte` (ASCII) in `text`.
+pub fn find_byte(text: &str, byte: u8) -> Option<usize> {
+    debug_assert!(byte.is_ascii());
+    text.bytes().position(|b| b == byte)
+}
+
+/// The index of the last `byte` (ASCII) in `text`.
+pub fn rfind_byte(text: &str, byte: u8) -> Option<usize> {
+    debug_assert!(byte.is_ascii());
+    text.bytes().rposition(|b| b == byte)
+}
+
+/// `text` around its first `byte` (ASCII), which neither part holds; `None` without one.
+pub fn split_once_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
+    let at = find_byte(text, byte)?;
+    Some((&text[..at], &text[at + 1..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_as_str_does() {
+        for text in ["", "a", "a:b:c", ":", "é:ü:", "no colon", "日本:語"] {
+            assert_eq!(find_byte(text, b':'), text.find(':'), "{text}");
+            assert_eq!(rfind_byte(text, b':'), text.rfind(':'), "{text}");
+            assert_eq!(split_once_byte(text, b':'), text.split_once(':'), "{text}");
+        }
+    }
+}
