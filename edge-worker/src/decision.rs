@@ -455,19 +455,24 @@ fn apply_group_rules<B: Blocklist + ?Sized>(
         };
     };
     let access = &settings.access;
-    let bot = visitor.is_bot();
-    let allowed = country_allowed(
-        visitor.country.as_deref(),
-        &access.allow_countries,
-        &access.block_countries,
-    ) && !(access.block_bots && bot);
+    // Each test only when a rule asks for it: a group without rules (most) then runs no User-Agent patterns and no
+    // country lists, code a new isolate's first request would otherwise compile (BENCHMARKS.md, "Cold start").
+    let bot = || visitor.is_bot();
+    let countries = !access.allow_countries.is_empty() || !access.block_countries.is_empty();
+    let allowed = !(countries
+        && !country_allowed(
+            visitor.country.as_deref(),
+            &access.allow_countries,
+            &access.block_countries,
+        ))
+        && !(access.block_bots && bot());
     let outcome = if !allowed {
         Outcome::Blocked {
             access_fallback: usable_fallback(access.fallback_url.as_deref(), blocklist),
         }
     } else {
         match &settings.monetization {
-            Some(m) if m.interstitial_seconds > 0 && !bot => Outcome::Interstitial {
+            Some(m) if m.interstitial_seconds > 0 && !bot() => Outcome::Interstitial {
                 destination,
                 seconds: m.interstitial_seconds.min(MAX_INTERSTITIAL_SECONDS),
             },
