@@ -108,11 +108,7 @@ impl<V: Clone> TtlCache<V> {
             return;
         }
         if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
-            self.entries.retain(|_, entry| now_ms < entry.expires);
-            if self.entries.len() >= self.capacity {
-                // Everything is fresh: a scan over many keys. Start over rather than track recency on every hit.
-                self.entries.clear();
-            }
+            self.make_room(now_ms);
         }
         let expires = now_ms.saturating_add(self.ttl_ms);
         let refresh_at = expires - self.ttl_ms / 5;
@@ -124,6 +120,17 @@ impl<V: Clone> TtlCache<V> {
                 value,
             },
         );
+    }
+
+    /// Drops the expired entries, or all of them when none has expired. Out of line: a full cache is rare, and
+    /// [`TtlCache::insert`] runs on a new isolate's first request, which compiles what it calls, whole.
+    #[inline(never)]
+    fn make_room(&mut self, now_ms: u64) {
+        self.entries.retain(|_, entry| now_ms < entry.expires);
+        if self.entries.len() >= self.capacity {
+            // Everything is fresh: a scan over many keys. Start over rather than track recency on every hit.
+            self.entries.clear();
+        }
     }
 
     /// Whether entries are kept at all (a TTL of zero keeps none).

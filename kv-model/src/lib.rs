@@ -159,7 +159,11 @@ pub struct LinkRecord {
     /// `false`: the link is paused and visitors go to the domain's fallback.
     pub is_active: bool,
     /// From this instant (UNIX milliseconds) visitors go to the domain's fallback; `None`: never.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "apart"
+    )]
     pub expires_at: Option<i64>,
     /// Whether the visitor's query string is appended to the destination (absent: `true`).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
@@ -174,14 +178,26 @@ pub struct LinkRecord {
     )]
     pub rules: Vec<Rule>,
     /// The hash of the link's password (`pbkdf2-sha256$…`, [`link_rules::PasswordHash`]); `None`: no password.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "apart"
+    )]
     pub password_hash: Option<String>,
     /// Where visitors go once the link has expired (its `expires_at` passed, or its click limit was reached,
     /// which the origin publishes as an `expires_at` of 0); `None`: the domain's fallback.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "apart"
+    )]
     pub expired_url: Option<String>,
     /// The redirect's status: 301, 307 or 308; `None`: 302.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "apart"
+    )]
     pub redirect_status: Option<u16>,
     /// The card link-preview crawlers get instead of the redirect; `None`: they get the redirect.
     #[serde(
