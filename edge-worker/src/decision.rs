@@ -459,8 +459,8 @@ fn apply_group_rules<B: Blocklist + ?Sized>(
     // country lists, code a new isolate's first request would otherwise compile (BENCHMARKS.md, "Cold start").
     let bot = || visitor.is_bot();
     let countries = !access.allow_countries.is_empty() || !access.block_countries.is_empty();
-    let allowed = !(countries
-        && !country_allowed(
+    let allowed = (!countries
+        || country_allowed(
             visitor.country.as_deref(),
             &access.allow_countries,
             &access.block_countries,
