@@ -76,7 +76,14 @@ pub(crate) async fn host_blocked_in(
     conn: &mut AnyConnection,
     host: &str,
 ) -> Result<bool, StoreError> {
-    let candidates = parent_domains(host);
+    any_blocked_in(conn, &parent_domains(host)).await
+}
+
+/// True when one of `candidates` (domains, each a host or a parent domain of one) is blocked: one query.
+pub(crate) async fn any_blocked_in(
+    conn: &mut AnyConnection,
+    candidates: &[&str],
+) -> Result<bool, StoreError> {
     if candidates.is_empty() {
         return Ok(false);
     }

@@ -9,6 +9,7 @@
 //! the link's creation ([`LongUrl`], the blocklist check of every write), and a listed domain blocks itself and
 //! its subdomains ([`parent_domains`]).
 
+use crate::blocklist::any_blocked_in;
 use crate::domain::{Hostname, LongUrl, parent_domains};
 use crate::error::StoreError;
 use crate::link_options::stored_rules;
@@ -56,17 +57,7 @@ pub(crate) async fn vouched(
     if candidates.is_empty() {
         return Ok(false);
     }
-    let placeholders: Vec<String> = (1..=candidates.len()).map(|i| format!("${i}")).collect();
-    let sql = format!(
-        "SELECT COUNT(*) AS n FROM blocked_domains WHERE domain IN ({})",
-        placeholders.join(", ")
-    );
-    let mut query = sqlx::query(&sql);
-    for candidate in candidates {
-        query = query.bind(candidate);
-    }
-    let n: i64 = query.fetch_one(&mut *conn).await?.try_get("n")?;
-    Ok(n == 0)
+    Ok(!any_blocked_in(conn, &candidates).await?)
 }
 
 /// The scan of [`links_to`]: every link with a destination column that contains `$1` (`%<domain>%`) once

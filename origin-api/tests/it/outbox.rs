@@ -21,13 +21,13 @@ async fn all_pending_keys(app: &TestApp) -> Vec<String> {
 
 /// The keys waiting in the outbox, but the unique visitors' day salts (`salt:<day>`): the origin's salts task
 /// enqueues those at start, at a moment of its own, and no change under test here makes them.
-async fn pending_keys(app: &TestApp) -> Vec<String> {
+pub(crate) async fn pending_keys(app: &TestApp) -> Vec<String> {
     let mut keys = all_pending_keys(app).await;
     keys.retain(|k| !k.starts_with("salt:"));
     keys
 }
 
-async fn drain(app: &TestApp) {
+pub(crate) async fn drain(app: &TestApp) {
     let ids: Vec<i64> = app
         .db
         .outbox_batch(10_000)

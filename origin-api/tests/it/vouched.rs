@@ -5,6 +5,7 @@
 //! Both engines; the window the block's second scan closes is PostgreSQL's (its own test).
 
 use crate::common::{Account, Engine, TestApp, TestDb, json};
+use crate::outbox::drain;
 use crate::publisher::{app_publishing_to_kv_api, wait_until};
 use kv_model::LinkRecord;
 use serde_json::{Value, json};
@@ -16,29 +17,9 @@ const SECRET: &str = "internal-test-secret-0123456789abcdef";
 
 /// The keys waiting in the outbox, sorted, but the day salts the origin enqueues at a moment of its own.
 async fn pending_keys(app: &TestApp) -> Vec<String> {
-    let mut keys: Vec<String> = app
-        .db
-        .outbox_batch(10_000)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(_, k)| k)
-        .filter(|k| !k.starts_with("salt:"))
-        .collect();
+    let mut keys = crate::outbox::pending_keys(app).await;
     keys.sort();
     keys
-}
-
-async fn drain(app: &TestApp) {
-    let ids: Vec<i64> = app
-        .db
-        .outbox_batch(10_000)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    app.db.outbox_remove(&ids).await.unwrap();
 }
 
 /// The record the publisher would write for link `code` of `sho.rt` now: its JSON and its value.
