@@ -30,7 +30,8 @@
 //        scripts/build-edge-worker.sh; perf needs the `perf` tool, apt-get install linux-perf)
 // Environment: EDGE_BUILD_DIR (default edge-worker/build), PEER_JS (default ../shared/bench/peer-js), PERF_RUNS
 //        (default 5), CASE (hot or dynamic, default hot), WORKER=careful (the inspector profile of the careful
-//        JavaScript worker instead of ours), PERF_LEAVES (perf: the functions the samples of the buckets whose name
+//        JavaScript worker instead of ours), SETTINGS=long (a plain group's settings in the records in the long form
+//        the origin wrote before 2026-12-02, every field at its default, instead of `{}`), PERF_LEAVES (perf: the functions the samples of the buckets whose name
 //        holds this text stopped in, e.g. "first request: wasm lazy"), COMPILED_TOP (compiled: how many of the
 //        largest functions to list, default 25).
 import { execFileSync, execSync } from "node:child_process";
@@ -71,6 +72,16 @@ copyFileSync(join(peer, "careful-worker.mjs"), join(work, "careful-worker.mjs"))
 const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
 const common = { host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN) };
 const record = (value) => JSON.stringify({ v: 1, ...value });
+// A plain group's settings: `{}`, as the origin writes them since 2026-12-02, or with SETTINGS=long every field at its
+// default, as it wrote them before.
+const settings =
+  process.env.SETTINGS === "long"
+    ? {
+        access: { allow_countries: [], block_countries: [], block_bots: false, fallback_url: null },
+        monetization: null,
+        analytics: { enabled: false },
+      }
+    : {};
 const ours = {
   name: "ours",
   options: {
@@ -85,9 +96,9 @@ const ours = {
     binding: "SHORTLINK_KV",
     records: {
       [`domain:${HOST}`]: record({ enabled: true, fallback_url: "https://www.example.com/" }),
-      [`group:${GROUP}`]: record({ key: KEY, settings: {} }),
+      [`group:${GROUP}`]: record({ key: KEY, settings }),
       blocklist: record({ domains: ["evil.example"] }),
-      [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: {}, vouched: true }),
+      [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: settings, vouched: true }),
     },
   },
 };

@@ -15,7 +15,9 @@
 // Environment: COLD_ROUNDS (default 10), PEER_JS (default ../shared/bench/peer-js), EDGE_BUILD_DIR (default
 //        edge-worker/build), BASELINE_BUILD (an earlier build inside the repository, measured in the same rounds),
 //        BUILDS (more builds in the same rounds, each `name=dir`, comma-separated: variants of one lever, side by
-//        side), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
+//        side), BASELINE_SETTINGS=long (the baseline's records carry a plain group's settings in the long form
+//        the origin wrote before 2026-12-02, every field at its default, where the others get `{}`: each build
+//        measured with what its own origin publishes), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
 //        started from the configuration Miniflare wrote for it, without Miniflare's work in Node; below).
 import { spawn } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -62,15 +64,23 @@ const oursOptions = (dir) => ({
   cf: { colo: "LCL", httpProtocol: "HTTP/1.1" },
 });
 const record = (value) => JSON.stringify({ v: 1, ...value });
-const oursSeed = {
+// A plain group's settings as the origin wrote them until 2026-12-02 (kv_model::GroupSettings, every field); since,
+// `{}`.
+const LONG_SETTINGS = {
+  access: { allow_countries: [], block_countries: [], block_bots: false, fallback_url: null },
+  monetization: null,
+  analytics: { enabled: false },
+};
+const seedWith = (settings) => ({
   binding: "SHORTLINK_KV",
   records: {
     [`domain:${HOST}`]: record({ enabled: true, fallback_url: "https://www.example.com/" }),
-    [`group:${GROUP}`]: record({ key: KEY, settings: {} }),
+    [`group:${GROUP}`]: record({ key: KEY, settings }),
     blocklist: record({ domains: ["evil.example"] }),
-    [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: {}, vouched: true }),
+    [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: settings, vouched: true }),
   },
-};
+});
+const oursSeed = seedWith({});
 
 const workers = [
   {
@@ -104,7 +114,8 @@ const workers = [
   { name: "ours", options: oursOptions(process.env.EDGE_BUILD_DIR ?? "edge-worker/build"), seed: oursSeed },
 ];
 if (process.env.BASELINE_BUILD) {
-  workers.push({ name: "baseline", options: oursOptions(process.env.BASELINE_BUILD), seed: oursSeed });
+  const seed = process.env.BASELINE_SETTINGS === "long" ? seedWith(LONG_SETTINGS) : oursSeed;
+  workers.push({ name: "baseline", options: oursOptions(process.env.BASELINE_BUILD), seed });
 }
 for (const spec of (process.env.BUILDS ?? "").split(",").filter(Boolean)) {
   const [name, dir] = spec.split("=");

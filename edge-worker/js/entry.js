@@ -15,7 +15,7 @@
 // given another's destination. The decision stays Rust's: this is a memo of its result with Rust's own expiry. The answers
 // are bounded in number and in bytes (./kept-answers.mjs).
 // And it reads a new isolate's first records. When the wasm holds nothing of the records a visit needs, its `fetch`
-// returns a plan of KV reads (an Array) rather than a Promise; `firstVisit` below reads them in one round, hands the
+// returns a plan of KV reads (a string) rather than a Promise; `firstVisit` below reads them in one round, hands the
 // texts back, and calls the wasm's synchronous path again, so that no async Rust is compiled or run before that
 // response (edge-worker/src/shell/first.rs).
 // Named imports, not `import * as`: esbuild then leaves out what the entry never uses (the classes workers-rs
@@ -126,16 +126,24 @@ function readKey(kv, key, cacheTtl) {
   }
 }
 
-// A plan from the wasm ([binding, cacheTtl, ...keys]; edge-worker/src/shell/first.rs): its keys read in one round.
+// A plan from the wasm (a line each for the KV binding, cacheTtl and every key; edge-worker/src/shell/first.rs): its
+// keys read in one round.
 async function readPlan(env, plan) {
-  const [binding, cacheTtl, ...keys] = plan;
+  const [binding, cacheTtl, ...keys] = plan.split("\n");
   const kv = env[binding];
-  return { keys, texts: await Promise.all(keys.map((key) => readKey(kv, key, cacheTtl))) };
+  const ttl = Number(cacheTtl);
+  return { keys, texts: await Promise.all(keys.map((key) => readKey(kv, key, ttl))) };
 }
 
-// Hands what a plan read back to the wasm, to be cached (which also ends the reads it marked as under way).
-function storeRead(read) {
-  guarded(() => first_store(read.keys, read.texts));
+// Hands what a plan read back to the wasm, to be cached (which also ends the reads it marked as under way): each
+// key's text (null: KV has no such key), or that its read failed.
+function storeRead(read, env) {
+  guarded(() => {
+    for (let i = 0; i < read.keys.length; i++) {
+      const text = read.texts[i];
+      first_store(read.keys[i], text ?? undefined, text !== undefined, env);
+    }
+  });
 }
 
 // A request whose records the isolate holds nothing of (a new isolate's first visit): the records read here, then
@@ -145,10 +153,10 @@ function storeRead(read) {
 // is asked) is loaded by the full path under its read's mark, so that requests waiting for it wait for that load.
 async function firstVisit(request, env, ctx, key, plan) {
   const read = await readPlan(env, plan);
-  storeRead(read);
+  storeRead(read, env);
   const result = answered(key, request, guarded(() => first_fetch(request, env, ctx)));
   const after = first_after();
-  if (after !== undefined) ctx.waitUntil(readPlan(env, after).then(storeRead));
+  if (after !== undefined) ctx.waitUntil(readPlan(env, after).then((read) => storeRead(read, env)));
   return result;
 }
 
@@ -161,7 +169,7 @@ export default {
       if (kept !== undefined) return new Response(null, kept.init);
     }
     const result = guarded(() => wasmFetch(request, env, ctx));
-    if (Array.isArray(result)) return firstVisit(request, env, ctx, key, result);
+    if (typeof result === "string") return firstVisit(request, env, ctx, key, result);
     return answered(key, request, result);
   },
   queue(batch, env, ctx) {

@@ -16,6 +16,8 @@ use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
+use crate::hashing::{self, Keyed};
+
 /// What each entry costs besides its key and its value's estimate: the map's slot, the queue's, the `Rc`'s
 /// counts, allocator headers. An estimate, on the high side.
 pub const ENTRY_OVERHEAD_BYTES: usize = 96;
@@ -31,7 +33,7 @@ struct Slot {
 /// estimated bytes; past that the oldest entries go.
 #[derive(Debug)]
 pub struct BoundedMap {
-    entries: HashMap<Rc<str>, Slot>,
+    entries: HashMap<Rc<str>, Slot, Keyed>,
     /// The keys of `entries`, oldest first.
     order: VecDeque<Rc<str>>,
     bytes: usize,
@@ -42,7 +44,7 @@ impl BoundedMap {
     /// An empty map that holds at most `budget` bytes (estimated).
     pub fn new(budget: usize) -> Self {
         BoundedMap {
-            entries: HashMap::new(),
+            entries: HashMap::with_hasher(hashing::keyed()),
             order: VecDeque::new(),
             bytes: 0,
             budget,

@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use crate::hashing::{self, Keyed};
+
 /// What a lookup found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Lookup<V> {
@@ -42,7 +44,7 @@ pub const FIRST_SLOTS: usize = 64;
 /// A map from KV key to value with one time-to-live for all entries and a size bound.
 #[derive(Debug)]
 pub struct TtlCache<V> {
-    entries: HashMap<String, Entry<V>>,
+    entries: HashMap<String, Entry<V>, Keyed>,
     ttl_ms: u64,
     capacity: usize,
 }
@@ -51,7 +53,7 @@ impl<V: Clone> TtlCache<V> {
     /// An empty cache whose entries live `ttl_ms` milliseconds; it holds at most `capacity` entries.
     pub fn new(ttl_ms: u64, capacity: usize) -> Self {
         TtlCache {
-            entries: HashMap::with_capacity(capacity.min(FIRST_SLOTS)),
+            entries: HashMap::with_capacity_and_hasher(capacity.min(FIRST_SLOTS), hashing::keyed()),
             ttl_ms,
             capacity: capacity.max(1),
         }

@@ -32,6 +32,11 @@ pub const MAX_ISOLATE_CACHE_TTL_SECONDS: u64 = 300;
 /// `cacheTtl` passed to KV reads: how long a Cloudflare location caches a KV value. 30 s is the minimum KV accepts.
 pub const KV_CACHE_TTL_SECONDS: u64 = 30;
 
+/// [`KV_BINDING`] and [`KV_CACHE_TTL_SECONDS`], the first two lines of a new isolate's plan of KV reads (the shell's
+/// `first`), written out: formatting the number would be code its first request compiles. A test keeps them the
+/// same.
+pub const KV_PLAN_HEAD: &str = "SHORTLINK_KV\n30";
+
 /// Most entries an isolate caches; past this, expired entries are dropped, and if none are, the cache is cleared.
 pub const ISOLATE_CACHE_CAPACITY: usize = 10_000;
 
@@ -48,7 +53,7 @@ pub const LAST_GOOD_GROUPS_BUDGET_BYTES: usize = 1024 * 1024;
 
 /// The cache TTL in seconds for a `ISOLATE_CACHE_TTL_SECONDS` value: the default when unset or not a number.
 pub fn cache_ttl_seconds(var: Option<&str>) -> u64 {
-    var.and_then(|v| v.trim().parse::<u64>().ok())
+    var.and_then(|v| shared_crypto::ascii::trim(v).parse::<u64>().ok())
         .map_or(ISOLATE_CACHE_TTL_SECONDS, |v| {
             v.min(MAX_ISOLATE_CACHE_TTL_SECONDS)
         })
@@ -57,6 +62,14 @@ pub fn cache_ttl_seconds(var: Option<&str>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plan_head_names_the_binding_and_the_ttl() {
+        assert_eq!(
+            KV_PLAN_HEAD,
+            format!("{KV_BINDING}\n{KV_CACHE_TTL_SECONDS}")
+        );
+    }
 
     #[test]
     fn cache_ttl_var() {

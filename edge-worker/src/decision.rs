@@ -515,10 +515,11 @@ pub fn usable_fallback<B: Blocklist + ?Sized>(
 
 /// `url` as a `Location` header value, or `None` when it is not an absolute `http(s)` URL.
 ///
-/// Bytes a header cannot carry (controls, space, non-ASCII) are percent-encoded, as a browser would encode them
-/// when following the link; everything else is kept exactly, so signed destinations are not rewritten.
+/// ASCII whitespace around it is dropped. Bytes a header cannot carry (controls, space, non-ASCII) are
+/// percent-encoded, as a browser would encode them when following the link; everything else is kept exactly, so
+/// signed destinations are not rewritten.
 pub fn location(url: &str) -> Option<String> {
-    let url = url.trim();
+    let url = shared_crypto::ascii::trim(url);
     let scheme = ["https://", "http://"].into_iter().find(|scheme| {
         url.get(..scheme.len())
             .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
@@ -1523,6 +1524,11 @@ mod tests {
             location("https://a.example/ü x\r\n").as_deref(),
             Some("https://a.example/%C3%BC%20x"),
             "trimmed, then encoded"
+        );
+        assert_eq!(
+            location(" \thttps://a.example/x\u{a0}").as_deref(),
+            Some("https://a.example/x%C2%A0"),
+            "ASCII whitespace trimmed; other bytes encoded"
         );
         assert_eq!(
             location("https://a.example/\u{7f}").as_deref(),

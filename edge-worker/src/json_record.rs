@@ -1,14 +1,13 @@
 //! KV's records (and the origin's answers, which carry the same records) parsed from their JSON text as objects.
 //!
-//! serde's derived `Deserialize` for a struct accepts a JSON object (`visit_map`) and also an array of the fields in
-//! order (`visit_seq`), and serde_json's `deserialize_struct` reaches both, so each record type's parse carries a
-//! second parser for a form no record is ever written in. In the worker that second parser is wasm a new isolate
-//! compiles on its first request (the link record's `visit_seq` sat inside the largest function a first visit
-//! compiled; BENCHMARKS.md, issue 28). [`parse`] asks serde_json for a map instead, which leaves the array form
-//! out: an array where a record's object should be is refused, as any other malformed record is (read as absent).
-//! Records nested in a record (a group's settings, a rule, a preview card) are parsed by serde_json as before.
+//! serde's derived `Deserialize` for a struct accepts a JSON object and also an array of the fields in order, and
+//! serde_json's `deserialize_struct` reaches both, so each record type's parse would carry a second parser for a
+//! form no record is ever written in, which a new isolate compiles on its first request ([`kv_model::ObjectOnly`]
+//! says more). [`parse`] asks serde_json for a map instead: an array where a record's object should be is refused,
+//! as any other malformed record is (read as absent). kv-model reads the settings nested in a record the same way.
 
-use serde::de::{DeserializeOwned, Deserializer, Visitor};
+use kv_model::ObjectOnly;
+use serde::de::DeserializeOwned;
 
 /// `T` (a struct) from `text`, which must be one JSON object with nothing after it but whitespace.
 pub fn parse<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
@@ -16,32 +15,6 @@ pub fn parse<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     let value = T::deserialize(ObjectOnly(&mut de))?;
     de.end()?;
     Ok(value)
-}
-
-/// A deserializer that reads a struct as a map; anything else goes to the inner one's `deserialize_any`, which is
-/// only reached if `T` is not a struct.
-struct ObjectOnly<D>(D);
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectOnly<D> {
-    type Error = D::Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.0.deserialize_any(visitor)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0.deserialize_map(visitor)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
-        unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
-    }
 }
 
 #[cfg(test)]
@@ -88,6 +61,29 @@ mod tests {
         let text = r#"[1,"https://a.example/","g",true]"#;
         assert!(serde_json::from_str::<LinkRecord>(text).is_ok());
         assert!(parse::<LinkRecord>(text).is_err());
+    }
+
+    #[test]
+    fn nested_settings_in_the_array_form_are_refused() {
+        // kv-model reads a record's settings as objects only, as this reads the record.
+        for text in [
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"group_settings":[{},null,{}]}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"group_settings":{"access":[[],[],true,null]}}"#,
+        ] {
+            assert!(parse::<LinkRecord>(text).is_err(), "{text}");
+        }
+        assert!(parse::<GroupRecord>(r#"{"v":1,"key":"k","settings":[{},null,{}]}"#).is_err());
+        // null and absent still read as none.
+        let plain: LinkRecord = parse(
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"group_settings":{"access":null,"monetization":null,"analytics":null}}"#,
+        )
+        .unwrap();
+        assert_eq!(plain.group_settings, Some(Default::default()));
+        let none: LinkRecord = parse(
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"group_settings":null}"#,
+        )
+        .unwrap();
+        assert_eq!(none.group_settings, None);
     }
 
     #[test]

@@ -10,6 +10,8 @@
 
 use std::collections::HashMap;
 
+use crate::hashing::{self, Keyed};
+
 use crate::origin;
 
 /// How long a request waits for another request's load of a key before it loads the key itself: longer than a
@@ -24,10 +26,10 @@ pub const JOIN_FIRST_PAUSE_MS: u64 = 2;
 pub const JOIN_MAX_PAUSE_MS: u64 = 50;
 
 /// The loads under way in one isolate, and the sync epoch.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Loads {
     /// By KV key: the load's number and when it started (ms).
-    under_way: HashMap<String, (u64, u64)>,
+    under_way: HashMap<String, (u64, u64), Keyed>,
     /// The number of the last load started.
     last_number: u64,
     /// Bumped by every sync-route write: a load that read KV before the write must not cache what it read.
@@ -54,13 +56,20 @@ impl Ticket {
     }
 }
 
+impl Default for Loads {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Loads {
     /// An isolate with no load under way, with room for a few before its table grows (a new isolate's first
     /// request starts loads, and growing the table is code it would compile: [`crate::cache::FIRST_SLOTS`]).
     pub fn new() -> Self {
         Loads {
-            under_way: HashMap::with_capacity(16),
-            ..Self::default()
+            under_way: HashMap::with_capacity_and_hasher(16, hashing::keyed()),
+            last_number: 0,
+            epoch: 0,
         }
     }
 

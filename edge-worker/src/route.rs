@@ -1,7 +1,7 @@
 //! Which route a request takes, from its method, host, path and query alone (no KV).
 
 // Byte searches, not `str`'s with a `char` pattern: shared_crypto::ascii says why.
-use shared_crypto::ascii::{find_byte, rfind_byte, split_once_byte};
+use shared_crypto::ascii::{self, find_byte, rfind_byte, split_once_byte};
 
 /// The longest short code looked up in KV. Longer paths cannot be links (custom codes are at most 50 characters),
 /// so they go straight to the fallback without costing a KV read.
@@ -123,7 +123,8 @@ pub fn split_url(url: &str) -> (&str, &str, Option<&str>) {
 /// The host a request names, normalized for KV keys (lowercase, no port, no trailing dot), or `None` when it is
 /// not a plausible host name, in which case the request is treated as for an unknown host.
 pub fn normalize_request_host(host: &str) -> Option<String> {
-    let host = host.trim();
+    // A header's surrounding whitespace is ASCII (HTTP's OWS).
+    let host = ascii::trim(host);
     // A bracketed IPv6 literal has colons inside; only strip a port after the last `]`.
     let without_port = match rfind_byte(host, b':') {
         Some(colon) if find_byte(&host[colon..], b']').is_none() => {

@@ -35,8 +35,12 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 mod click;
+mod object;
 mod short_code;
 pub mod visitor;
+
+pub use object::ObjectOnly;
+use object::{object_or_default, optional_object};
 
 pub use click::{
     ClickBatch, ClickEvent, Device, MAX_FACT_CHARS, MAX_USER_AGENT_BYTES, truncate_bytes,
@@ -211,7 +215,11 @@ pub struct LinkRecord {
     /// reads (this record and the blocklist) rather than two. The publisher writes the link's record again
     /// whenever its group's settings change. Absent (a record published before this field): the reader reads
     /// the group's record first, as it always can.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_object"
+    )]
     pub group_settings: Option<GroupSettings>,
     /// The origin's word that none of the destinations this record names (`long_url`, each rule's `to`,
     /// `expired_url`, and its preview card's `image`), nor a parent domain of one, was on the blocklist when the record was published, and that it
@@ -328,7 +336,7 @@ pub struct GroupRecord {
     /// The group key, base64url (32 bytes), as shown on the dashboard.
     pub key: String,
     /// The group's rules; every field is optional and `{}` (or `null`, or leaving it out) means none.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "object_or_default")]
     pub settings: GroupSettings,
 }
 
@@ -344,16 +352,34 @@ impl GroupRecord {
 }
 
 /// A group's settings: access rules, monetization and analytics (DESIGN.md, "Group settings").
+///
+/// Written without the fields (and the access rules' fields) that hold their defaults, which an absent field reads
+/// as: a plain group's settings are `{}`. Every link record carries a copy ([`LinkRecord::group_settings`]), and a
+/// new edge isolate's first visit parses it before its redirect: the long form (about 120 bytes of empty lists,
+/// `false` and `null`) made that visit compile the parsers of every field, 8.4 KB of wasm more than `{}`
+/// (BENCHMARKS.md, issue 28). Readers take both forms alike.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupSettings {
     /// Who may follow the group's links.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        deserialize_with = "object_or_default",
+        skip_serializing_if = "AccessRules::is_open"
+    )]
     pub access: AccessRules,
     /// The interstitial shown before the destination; `None` (absent or `null`) means no monetization.
-    #[serde(default)]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_object"
+    )]
     pub monetization: Option<Monetization>,
     /// Click analytics.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        deserialize_with = "object_or_default",
+        skip_serializing_if = "Analytics::is_off"
+    )]
     pub analytics: Analytics,
 }
 
@@ -363,17 +389,36 @@ pub struct GroupSettings {
 pub struct AccessRules {
     /// ISO 3166-1 alpha-2 codes. When non-empty, only visitors from these countries pass (a visitor whose country
     /// is unknown does not).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub allow_countries: Vec<String>,
     /// ISO 3166-1 alpha-2 codes whose visitors are blocked.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub block_countries: Vec<String>,
     /// Whether bots (crawlers, link-preview fetchers, HTTP libraries, headless browsers) are blocked.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "is_false"
+    )]
     pub block_bots: bool,
     /// Where blocked visitors go; `None` means the domain's fallback.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_url: Option<String>,
+}
+
+impl AccessRules {
+    /// No rule: every visitor passes (the default, which the settings' JSON leaves out).
+    pub fn is_open(&self) -> bool {
+        *self == AccessRules::default()
+    }
 }
 
 /// The monetization flow: an interstitial page that counts down, then continues to the destination.
@@ -394,6 +439,13 @@ pub struct Analytics {
     /// Whether the edge reports a click event per visitor request.
     #[serde(default, deserialize_with = "null_as_default")]
     pub enabled: bool,
+}
+
+impl Analytics {
+    /// Off (the default, which the settings' JSON leaves out).
+    pub fn is_off(&self) -> bool {
+        !self.enabled
+    }
 }
 
 /// A domain, at `domain:<host>`.
@@ -561,8 +613,9 @@ mod tests {
 
     #[test]
     fn a_plain_link_record_is_unchanged_by_the_smart_link_fields() {
-        // Byte for byte what the origin published before smart links: records of links without any of the new
-        // fields keep the worker's plain path and its kept answers.
+        // Records of links without any of the smart-link fields keep the worker's plain path and its kept answers;
+        // a plain group's settings are written as `{}` (GroupSettings says why), and the long form they were
+        // written in before reads the same.
         let plain = LinkRecord {
             expires_at: Some(1_700_000_000_000),
             group_settings: Some(GroupSettings::default()),
@@ -570,8 +623,13 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_string(&plain).unwrap(),
-            r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"expires_at":1700000000000,"group_settings":{"access":{"allow_countries":[],"block_countries":[],"block_bots":false,"fallback_url":null},"monetization":null,"analytics":{"enabled":false}}}"#
+            r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"expires_at":1700000000000,"group_settings":{}}"#
         );
+        let long_form: LinkRecord = serde_json::from_str(
+            r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true,"expires_at":1700000000000,"group_settings":{"access":{"allow_countries":[],"block_countries":[],"block_bots":false,"fallback_url":null},"monetization":null,"analytics":{"enabled":false}}}"#,
+        )
+        .unwrap();
+        assert_eq!(long_form, plain);
         assert_eq!(
             serde_json::to_string(&LinkRecord::new("https://a.example/x", "g", true)).unwrap(),
             r#"{"v":1,"long_url":"https://a.example/x","group_id":"g","is_active":true}"#
@@ -640,6 +698,21 @@ mod tests {
         let again: GroupRecord =
             serde_json::from_str(&serde_json::to_string(&group).unwrap()).unwrap();
         assert_eq!(again, group);
+    }
+
+    #[test]
+    fn settings_are_written_without_their_defaults() {
+        let written = |json: &str| {
+            let settings: GroupSettings = serde_json::from_str(json).unwrap();
+            serde_json::to_string(&settings).unwrap()
+        };
+        assert_eq!(written("{}"), "{}");
+        assert_eq!(
+            written(r#"{"access":{"block_bots":true},"analytics":{"enabled":false}}"#),
+            r#"{"access":{"block_bots":true}}"#
+        );
+        let every = r#"{"access":{"allow_countries":["US"],"block_countries":["RU"],"block_bots":true,"fallback_url":"https://f.example/"},"monetization":{"interstitial_seconds":0},"analytics":{"enabled":true}}"#;
+        assert_eq!(written(every), every);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Finding an ASCII byte in a `str`, for the URL and host parsing a new edge isolate's first request runs.
+//! Finding an ASCII byte in a `str`, and trimming ASCII whitespace, for the URL and host parsing a new edge
+//! isolate's first request runs.
 //!
 //! Why not `str::find(char)`, `rfind` or `split_once`: with a `char` pattern they go through core's `CharSearcher`
 //! (its forward and reverse `next_match` and `memrchr`, about 2 KB of wasm with the copies each crate gets), and V8
@@ -24,6 +25,15 @@ pub fn split_once_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
     Some((&text[..at], &text[at + 1..]))
 }
 
+/// `text` without the ASCII whitespace around it, for texts whose whitespace can only be ASCII (HTTP header values,
+/// configuration, validated URLs and host names). Out of line, one copy for every caller: `str::trim` tests each
+/// char against Unicode's whitespace (core's `trim_matches`, 669 bytes of wasm), and `trim_ascii` inlined grows each
+/// caller by about as much as this function is (edge-worker's BENCHMARKS.md, "Cold start").
+#[inline(never)]
+pub fn trim(text: &str) -> &str {
+    text.trim_ascii()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,5 +45,12 @@ mod tests {
             assert_eq!(rfind_byte(text, b':'), text.rfind(':'), "{text}");
             assert_eq!(split_once_byte(text, b':'), text.split_once(':'), "{text}");
         }
+    }
+
+    #[test]
+    fn trims_ascii_whitespace_only() {
+        assert_eq!(trim(" \t a.example \r\n"), "a.example");
+        assert_eq!(trim("\u{a0}a\u{a0}"), "\u{a0}a\u{a0}");
+        assert_eq!(trim(""), "");
     }
 }

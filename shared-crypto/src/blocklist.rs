@@ -69,16 +69,17 @@ impl DomainBlocklist {
         Self::default()
     }
 
-    /// Adds a domain (normalized: trimmed, lowercased, trailing dots removed). Returns whether it was new;
-    /// an empty domain is ignored and returns false.
+    /// Adds a domain (normalized: ASCII whitespace trimmed, lowercased, trailing dots removed). Returns whether it
+    /// was new; an empty domain is ignored and returns false.
     pub fn insert(&mut self, domain: &str) -> bool {
-        let domain = normalize_host(domain.trim());
+        let domain = normalize_host(crate::ascii::trim(domain));
         !domain.is_empty() && self.domains.insert(domain)
     }
 
     /// Removes a domain. Returns whether it was listed.
     pub fn remove(&mut self, domain: &str) -> bool {
-        self.domains.remove(&normalize_host(domain.trim()))
+        self.domains
+            .remove(&normalize_host(crate::ascii::trim(domain)))
     }
 
     /// Number of listed domains.

@@ -65,7 +65,7 @@ pub(super) fn answer(
     };
     match decision.outcome {
         Outcome::Destination(url) if !decision.analytics => {
-            let response = redirect(url, decision.status, head, keep)?;
+            let response = redirect(url, decision.status, head, keep, first)?;
             // Told to the entry module only with the redirect: a request that goes on to the full path has its
             // records read there.
             READ_AFTER.with(|r| r.set(read_after));
@@ -113,8 +113,12 @@ fn persistent(
             (&group_record.settings, until)
         }
         // A first visit decides from the link's copy, never kept (an answer until 0).
-        None if first && records::untouched(&kv_model::group_key(&link.group_id), now_ms) => {
-            read_after.push(kv_model::group_key(&link.group_id));
+        None if first => {
+            let key = kv_model::group_key(&link.group_id);
+            if !records::untouched(&key, now_ms) {
+                return None;
+            }
+            read_after.push(key);
             (link.group_settings.as_ref()?, 0)
         }
         None => return None,
@@ -289,8 +293,18 @@ thread_local! {
 
 /// The redirect to `location` with `status`, built from the kept `init` for it, or from a new one that is then kept
 /// if `keep`. A 302 is kept under its location alone (most are), any other status under `<status> <location>`: a
-/// location never starts with a digit and a space.
-fn redirect(location: String, status: u16, head: bool, keep: bool) -> Option<web_sys::Response> {
+/// location never starts with a digit and a space. A new isolate's `first` visit has nothing kept and keeps
+/// nothing: it builds its redirect without the map, whose lookup (hashing, probing) it would otherwise compile.
+fn redirect(
+    location: String,
+    status: u16,
+    head: bool,
+    keep: bool,
+    first: bool,
+) -> Option<web_sys::Response> {
+    if first {
+        return new_redirect(location, status, head).map(|(response, _, _)| response);
+    }
     let key = if status == 302 {
         location
     } else {
@@ -306,16 +320,26 @@ fn redirect(location: String, status: u16, head: bool, keep: bool) -> Option<web
         } else {
             key[4..].to_owned()
         };
-        let reply = reply(&Page::Destination(location, status), head);
-        let init = init_for(&reply)?;
-        let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok();
+        let (response, init, header_bytes) = new_redirect(location, status, head)?;
         if keep {
             // The key is charged by the map; the init holds a copy of every header (the location among them).
-            let headers: usize = reply.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
-            kept.insert(&key, init, headers + INIT_OVERHEAD_BYTES);
+            kept.insert(&key, init, header_bytes + INIT_OVERHEAD_BYTES);
         }
-        response
+        Some(response)
     })
+}
+
+/// A redirect built anew: the response, its `init`, and the bytes of its headers' names and values.
+fn new_redirect(
+    location: String,
+    status: u16,
+    head: bool,
+) -> Option<(web_sys::Response, web_sys::ResponseInit, usize)> {
+    let reply = reply(&Page::Destination(location, status), head);
+    let init = init_for(&reply)?;
+    let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok()?;
+    let header_bytes = reply.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
+    Some((response, init, header_bytes))
 }
 
 /// The `init` (status and headers) of a bodiless `Response` (a redirect) from a [`Reply`]. `HEAD` and `GET` get

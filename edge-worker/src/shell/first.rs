@@ -11,7 +11,6 @@
 //! `future_to_promise`, several async state machines and the loads' bookkeeping, all compiled on that first
 //! request; this path compiles only the synchronous code the fast path runs anyway (BENCHMARKS.md, "Cold start").
 
-use js_sys::Array;
 use wasm_bindgen::JsValue;
 use wasm_bindgen::prelude::wasm_bindgen;
 use worker::Env;
@@ -22,7 +21,7 @@ use crate::config;
 /// The plan of reads for the keys of `wanted` the isolate holds nothing of ([`records::untouched`]), each marked as
 /// a load under way until [`first_store`] has its text; `None` when there are none, or when the KV binding is
 /// missing (the full path logs that).
-pub(super) fn plan(env: &Env, wanted: &[String], now_ms: u64) -> Option<Array> {
+pub(super) fn plan(env: &Env, wanted: &[String], now_ms: u64) -> Option<JsValue> {
     let keys: Vec<&str> = wanted
         .iter()
         .map(String::as_str)
@@ -35,33 +34,34 @@ pub(super) fn plan(env: &Env, wanted: &[String], now_ms: u64) -> Option<Array> {
     Some(plan_of(&keys))
 }
 
-/// `[binding, cacheTtl, ...keys]`, the reads marked as under way: the KV binding's name, and KV's `cacheTtl`, as
-/// the full path reads.
-fn plan_of(keys: &[&str]) -> Array {
-    let plan = Array::new();
-    plan.push(&JsValue::from_str(config::KV_BINDING));
-    plan.push(&JsValue::from_f64(config::KV_CACHE_TTL_SECONDS as f64));
+/// The plan: a line each for the KV binding's name, KV's `cacheTtl` (as the full path reads) and every key, the
+/// reads marked as under way. One string rather than a JS `Array`: an array is built and read through an import
+/// call per element, whose glue a new isolate's first request compiles (BENCHMARKS.md, issue 28). No key holds a
+/// line break (hosts and codes are validated before a key is made of them, group ids are UUIDs, the blocklist's
+/// key is fixed).
+fn plan_of(keys: &[&str]) -> JsValue {
+    // Made with room for every line: growing it would be code (`realloc`) compiled for this alone.
+    let mut plan = String::with_capacity(
+        config::KV_PLAN_HEAD.len() + keys.iter().map(|key| key.len() + 1).sum::<usize>(),
+    );
+    plan.push_str(config::KV_PLAN_HEAD);
     for key in keys {
         records::start_read(key);
-        plan.push(&JsValue::from_str(key));
+        plan.push('\n');
+        plan.push_str(key);
     }
-    plan
+    JsValue::from_str(&plan)
 }
 
-/// Caches what the entry module read for a plan: `texts[i]` is KV's text for `keys[i]`, `null` when KV has no such
-/// key, `undefined` when the read failed (not cached: the full path reads it again, and logs a failure).
+/// Caches what the entry module read for a plan's `key`: KV's `text`, `None` when KV has no such key; not `read`
+/// when the read failed (not cached: the full path reads it again, and logs a failure).
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
-pub fn first_store(keys: Array, texts: Array) {
-    // The plan came from `fetch`, which read the isolate's configuration first.
-    let origin = super::has_origin();
-    for (key, text) in keys.iter().zip(texts.iter()) {
-        let Some(key) = key.as_string() else {
-            continue;
-        };
-        let text = (!text.is_undefined()).then(|| text.as_string());
-        records::store_read(&key, text, !origin);
-    }
+pub fn first_store(key: &str, text: Option<String>, read: bool, env: Env) {
+    // A link KV lacks is absent for good when there is no origin to ask: the configuration is read for that alone.
+    let absent_link_final =
+        read && text.is_none() && key.starts_with("link:") && !super::has_origin(&env);
+    records::store_read(key, read.then_some(text), absent_link_final);
 }
 
 /// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy
@@ -89,5 +89,5 @@ pub fn first_after() -> JsValue {
     // The fast path found each key untouched, and the entry module calls this right after it: no other request
     // can have started a load of one in between.
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-    plan_of(&keys).into()
+    plan_of(&keys)
 }

@@ -15,7 +15,9 @@ mod sync_route;
 mod unique_io;
 mod webcrypto;
 
-use std::cell::OnceCell;
+pub(crate) use webcrypto::random_u64;
+
+use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 
 use futures_util::future::{join, join3};
@@ -53,15 +55,27 @@ struct IsolateConfig {
 
 thread_local! {
     static CONFIG: OnceCell<Rc<IsolateConfig>> = const { OnceCell::new() };
+    /// Whether the isolate cache's TTL was read from the environment ([`read_cache_ttl`]).
+    static TTL_READ: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The isolate's configuration, read from `env` on its first request.
+/// Sets the isolate cache's TTL from `env` on the isolate's first request, before the cache is used. The rest of
+/// the configuration waits for a request that needs it ([`isolate_config`]): a new isolate's first visit that the
+/// fast path answers reads one variable instead of four, and compiles none of the origin's configuration
+/// (`Origin::from_vars`, the `OnceCell`; about 1.5 KB of wasm; BENCHMARKS.md, issue 28).
+fn read_cache_ttl(env: &Env) {
+    if !TTL_READ.replace(true) {
+        let ttl_ms =
+            config::cache_ttl_seconds(env_text(env, config::CACHE_TTL_VAR).as_deref()) * 1000;
+        records::set_cache_ttl_ms(ttl_ms);
+    }
+}
+
+/// The isolate's configuration, read from `env` on the first request that needs more than the cache's TTL.
 fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
     CONFIG.with(|c| {
         c.get_or_init(|| {
-            let ttl_ms =
-                config::cache_ttl_seconds(env_text(env, config::CACHE_TTL_VAR).as_deref()) * 1000;
-            records::set_cache_ttl_ms(ttl_ms);
+            read_cache_ttl(env);
             Rc::new(IsolateConfig {
                 default_fallback: env_text(env, config::DEFAULT_FALLBACK_VAR),
                 origin: Origin::from_vars(
@@ -87,7 +101,7 @@ fn env_text(env: &Env, name: &str) -> Option<String> {
 /// The Workers fetch entry point, exported by hand rather than with `#[event(fetch)]`: a request the isolate can
 /// answer from what it holds ([`fast`]) gets its `Response` at once, with no `Promise`, no future and no
 /// `worker::Request` (whose conversion reads the method, URL, headers and `cf` up front); a request whose records
-/// the isolate holds nothing of gets the plan of their reads ([`first`]: an `Array`, which the entry module reads and
+/// the isolate holds nothing of gets the plan of their reads ([`first`]: a string, which the entry module reads and
 /// comes back with to [`first::first_fetch`]); every other request takes [`handle`] as a `Promise`, as the macro
 /// would have made it.
 #[wasm_bindgen::prelude::wasm_bindgen]
@@ -109,8 +123,8 @@ fn answer(
 ) -> JsValue {
     // js_sys's static Date.now(): one call out of wasm, no Date object.
     let now_ms = js_sys::Date::now() as u64;
-    // Reads the configuration on the isolate's first request (the cache TTL among it) before the cache is used.
-    isolate_config(&env);
+    // The cache's TTL, before the cache is used.
+    read_cache_ttl(&env);
     let mut wanted = Vec::new();
     let answer = fast::answer(&req, now_ms, first, &mut wanted);
     ANSWER_UNTIL.with(|u| u.set(answer.as_ref().map_or(0, |(_, until)| *until)));
@@ -118,7 +132,7 @@ fn answer(
         return response.into();
     }
     if !first && let Some(plan) = first::plan(&env, &wanted, now_ms) {
-        return plan.into();
+        return plan;
     }
     full_path(req, env, ctx, now_ms)
 }
@@ -146,9 +160,9 @@ fn full_path(
     .into()
 }
 
-/// Whether the isolate's configuration names an origin (`false` before its first request).
-fn has_origin() -> bool {
-    CONFIG.with(|c| c.get().is_some_and(|config| config.origin.is_some()))
+/// Whether the isolate's configuration names an origin.
+fn has_origin(env: &Env) -> bool {
+    isolate_config(env).origin.is_some()
 }
 
 thread_local! {
@@ -463,7 +477,7 @@ async fn visit(ctx: &Visit<'_>, route: Route) -> Page {
 /// password decides, not a cookie).
 async fn persistent(ctx: &Visit<'_>, host: &str, code: String, unlocking: bool) -> Visited {
     let records = &ctx.records;
-    let (link, blocklist) = if records.blocklist_unread() {
+    let (link, blocklist) = if records::blocklist_never_read(ctx.now_ms) {
         let link = records.link(host, &code).await;
         if link.as_deref().is_some_and(|l| l.vouched) {
             records.load_blocklist_after_response();

@@ -676,13 +676,6 @@ impl<'a> Records<'a> {
         self.load_after_response(kv_model::group_key(group_id), wrap_group);
     }
 
-    /// Whether the isolate has never had the blocklist: no entry (fresh or due for a reload), no load under way
-    /// and no last good copy. A link the origin vouched for ([`LinkRecord::vouched`]) is then decided without it,
-    /// and the list is loaded after the response ([`Records::load_blocklist_after_response`]).
-    pub(super) fn blocklist_unread(&self) -> bool {
-        blocklist_never_read(self.now_ms)
-    }
-
     /// Loads the blocklist after the response, unless a load of it is under way: for a vouched link's first
     /// visit, decided without it, so that the next visits check it.
     pub(super) fn load_blocklist_after_response(&self) {

@@ -2,8 +2,26 @@
 //! ([`super::unique_io`]): through `js_sys::Reflect` rather than web-sys's `SubtleCrypto` bindings, a few calls and
 //! no new feature set to compile for every isolate. Every failure answers `None`.
 
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `crypto.getRandomValues(view)`, on a view of the wasm memory: the bytes land in place.
+    #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues, catch)]
+    fn get_random_values(bytes: &mut [u8]) -> Result<JsValue, JsValue>;
+}
+
+/// 64 bits from the runtime's CSPRNG, for the isolate maps' hasher ([`crate::hashing`]). Were `crypto` ever
+/// missing, the clock: the maps still work, keyed less secretly.
+pub(crate) fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    match get_random_values(&mut bytes) {
+        Ok(_) => u64::from_le_bytes(bytes),
+        Err(_) => js_sys::Date::now().to_bits(),
+    }
+}
 
 /// `crypto.subtle`.
 fn subtle() -> Option<JsValue> {

@@ -165,6 +165,26 @@ async fn publishes_to_cloudflare_kv(engine: Engine) {
         record.group_settings.is_some(),
         "the group's settings ride along"
     );
+    // Without their defaults: a plain group's settings, and the link's copy, are `{}` (kv_model::GroupSettings says
+    // why: a new edge isolate parses the copy before its first redirect).
+    assert!(
+        value.contains(r#""group_settings":{}"#),
+        "a plain group's copy is {{}}: {value}"
+    );
+    let group_value = rec
+        .lock()
+        .unwrap()
+        .puts
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == format!("group:{group}"))
+        .unwrap()
+        .1
+        .clone();
+    assert!(
+        group_value.ends_with(r#""settings":{}}"#),
+        "a plain group's settings are {{}}: {group_value}"
+    );
 
     // Deleting the group: a bulk delete of its key, and the moved link written again.
     app.db
