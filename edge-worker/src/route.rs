@@ -135,11 +135,7 @@ pub fn normalize_request_host(host: &str) -> Option<String> {
         }
         _ => host,
     };
-    let end = without_port
-        .bytes()
-        .rposition(|b| b != b'.')
-        .map_or(0, |last| last + 1);
-    let host = &without_port[..end];
+    let host = ascii::trim_end_byte(without_port, b'.');
     let valid = if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         // 45 characters: the longest textual IPv6 address (with an embedded IPv4 one). Unbounded, a visitor's
         // Referer could make a click event kilobytes long.

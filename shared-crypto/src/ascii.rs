@@ -25,6 +25,16 @@ pub fn split_once_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
     Some((&text[..at], &text[at + 1..]))
 }
 
+/// `text` without the `byte`s (ASCII) it ends with.
+pub fn trim_end_byte(text: &str, byte: u8) -> &str {
+    debug_assert!(byte.is_ascii());
+    let end = text
+        .bytes()
+        .rposition(|b| b != byte)
+        .map_or(0, |last| last + 1);
+    &text[..end]
+}
+
 /// `text` without the ASCII whitespace around it, for texts whose whitespace can only be ASCII (HTTP header values,
 /// configuration, validated URLs and host names). Out of line, one copy for every caller: `str::trim` tests each
 /// char against Unicode's whitespace (core's `trim_matches`, 669 bytes of wasm), and `trim_ascii` inlined grows each
@@ -44,6 +54,17 @@ mod tests {
             assert_eq!(find_byte(text, b':'), text.find(':'), "{text}");
             assert_eq!(rfind_byte(text, b':'), text.rfind(':'), "{text}");
             assert_eq!(split_once_byte(text, b':'), text.split_once(':'), "{text}");
+        }
+    }
+
+    #[test]
+    fn trims_a_byte_as_str_does() {
+        for text in ["", ".", "a.", "a..", ".a", "é.", "日本.."] {
+            assert_eq!(
+                trim_end_byte(text, b'.'),
+                text.trim_end_matches('.'),
+                "{text}"
+            );
         }
     }
 

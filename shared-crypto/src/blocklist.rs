@@ -5,6 +5,8 @@ use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+// Byte searches, not `str`'s with a `char` pattern: crate::ascii says why.
+use crate::ascii::{find_byte, trim_end_byte};
 use crate::host::normalize_host;
 
 /// A set of blocked destination domains.
@@ -48,8 +50,8 @@ impl<T: Blocklist + ?Sized> Blocklist for &T {
 /// Whether blocked `domain` covers `host` (equal, or `host` ends with `.domain`), ignoring ASCII case and trailing
 /// dots. An empty entry covers nothing.
 fn domain_covers(domain: &str, host: &str) -> bool {
-    let domain = domain.trim_end_matches('.').as_bytes();
-    let host = host.trim_end_matches('.').as_bytes();
+    let domain = trim_end_byte(domain, b'.').as_bytes();
+    let host = trim_end_byte(host, b'.').as_bytes();
     if domain.is_empty() || host.len() < domain.len() {
         return false;
     }
@@ -114,7 +116,7 @@ impl Blocklist for DomainBlocklist {
             if self.domains.contains(suffix) {
                 return true;
             }
-            match suffix.find('.') {
+            match find_byte(suffix, b'.') {
                 Some(dot) => suffix = &suffix[dot + 1..],
                 None => return false,
             }

@@ -143,10 +143,10 @@ pub fn append_back_param(url: &str, back_param: &str) -> String {
     if back_param.is_empty() {
         return String::from(url);
     }
-    let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
+    let (base, fragment) = url.split_at(find_byte(url, b'#').unwrap_or(url.len()));
     let separator = if base.ends_with(['?', '&']) {
         ""
-    } else if base.contains('?') {
+    } else if find_byte(base, b'?').is_some() {
         "&"
     } else {
         "?"
