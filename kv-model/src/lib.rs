@@ -355,7 +355,7 @@ impl GroupRecord {
 ///
 /// Written without the fields (and the access rules' fields) that hold their defaults, which an absent field reads
 /// as: a plain group's settings are `{}`. Every link record carries a copy ([`LinkRecord::group_settings`]), and a
-/// new edge isolate's first visit parses it before its redirect: the long form (about 120 bytes of empty lists,
+/// new edge isolate's first visit parses it before its redirect: the long form (141 bytes of empty lists,
 /// `false` and `null`) made that visit compile the parsers of every field, 8.4 KB of wasm more than `{}`
 /// (BENCHMARKS.md, issue 28). Readers take both forms alike.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
