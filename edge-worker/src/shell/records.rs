@@ -284,7 +284,11 @@ async fn write_back(kv: Option<Kv>, key: String, record: Rc<LinkRecord>) {
 
 /// The isolate's form of KV's text for `link:<host>:<code>` (absent or unusable: `None`).
 fn wrap_link(text: Option<String>) -> Cached {
-    Cached::Link(parse::<LinkRecord>(text).map(Rc::new))
+    // A plain link's record without serde (`plain_link` says why), any other with it.
+    let record = text.and_then(|text| {
+        crate::plain_link::plain_link(&text).or_else(|| json_record::parse(&text).ok())
+    });
+    Cached::Link(record.map(Rc::new))
 }
 
 /// The isolate's form of KV's text for `domain:<host>`.

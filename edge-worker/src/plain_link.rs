@@ -1,0 +1,360 @@
+//! A plain link's KV record read without serde: the record the origin publishes for a link with no smart-link field
+//! (`v`, `long_url`, `group_id`, `is_active`, and maybe `expires_at`, `forward_query`, a plain group's settings
+//! `{}` and `vouched`), read by a scanner of that one shape.
+//!
+//! Why not serde_json alone: V8 compiles each wasm function on its first call, and a new isolate's first visit to a
+//! persistent link parses its record before the redirect. serde_json's derived parse of a `LinkRecord` (its
+//! visitor, its copy of the group's settings, its number, string and map helpers) is about 11 KB of wasm, the
+//! largest part of what that visit compiled (47.6 KB); this scanner is a small fraction of it (BENCHMARKS.md, issue
+//! 28). It decides nothing on its own: anything it does not fully understand (another field, an escape in a string,
+//! `null`, a number it would have to round, a duplicate key, settings other than `{}`) gives `None`, and the caller
+//! then reads the text with serde_json ([`crate::json_record::parse`]), as every record was read before. Whenever
+//! it gives a record, serde_json gives the same one from the same text (the tests check it, on generated texts).
+
+use kv_model::{GroupSettings, LinkRecord};
+
+/// The record in `text`, when `text` is a plain link's record in the shape this module reads; `None` otherwise
+/// (read it with serde_json then).
+pub fn plain_link(text: &str) -> Option<LinkRecord> {
+    let mut scan = Scan {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    let mut record = LinkRecord::new(String::new(), String::new(), false);
+    // One bit per field, to refuse a duplicate (serde_json does) and to require the four without defaults.
+    const REQUIRED: u8 = 0b1111;
+    let mut seen = 0u8;
+    scan.skip_ws();
+    scan.expect(b'{')?;
+    loop {
+        scan.skip_ws();
+        let key = scan.string()?;
+        scan.skip_ws();
+        scan.expect(b':')?;
+        scan.skip_ws();
+        let bit = match key {
+            "v" => {
+                scan.expect(b'1')?;
+                1
+            }
+            "long_url" => {
+                record.long_url = scan.string()?.to_owned();
+                2
+            }
+            "group_id" => {
+                record.group_id = scan.string()?.to_owned();
+                4
+            }
+            "is_active" => {
+                record.is_active = scan.boolean()?;
+                8
+            }
+            "expires_at" => {
+                record.expires_at = Some(scan.integer()?);
+                16
+            }
+            "forward_query" => {
+                record.forward_query = scan.boolean()?;
+                32
+            }
+            "group_settings" => {
+                scan.expect(b'{')?;
+                scan.skip_ws();
+                scan.expect(b'}')?;
+                record.group_settings = Some(GroupSettings::default());
+                64
+            }
+            "vouched" => {
+                record.vouched = scan.boolean()?;
+                128
+            }
+            _ => return None,
+        };
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        scan.skip_ws();
+        match scan.next()? {
+            b',' => {}
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    scan.skip_ws();
+    (scan.at == scan.bytes.len() && seen & REQUIRED == REQUIRED).then_some(record)
+}
+
+/// A position in the text. Every step that meets what it does not read gives `None`.
+struct Scan<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn next(&mut self) -> Option<u8> {
+        let byte = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.next()? == byte).then_some(())
+    }
+
+    /// JSON's whitespace: space, tab, line feed, carriage return.
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// A string without escapes or control characters (which JSON does not allow unescaped): the text between
+    /// its quotes, which are ASCII, so slicing there keeps to char boundaries.
+    fn string(&mut self) -> Option<&'a str> {
+        self.expect(b'"')?;
+        let start = self.at;
+        loop {
+            match self.next()? {
+                b'"' => break,
+                b'\\' | 0..=0x1f => return None,
+                _ => {}
+            }
+        }
+        Some(&self.text[start..self.at - 1])
+    }
+
+    fn boolean(&mut self) -> Option<bool> {
+        let rest = &self.bytes[self.at..];
+        let (value, len) = if rest.starts_with(b"true") {
+            (true, 4)
+        } else if rest.starts_with(b"false") {
+            (false, 5)
+        } else {
+            return None;
+        };
+        self.at += len;
+        Some(value)
+    }
+
+    /// An integer as JSON writes one (`-`, then `0` or digits not starting with `0`) that fits an `i64`, not `-0`. A fraction
+    /// or an exponent is left unread, and the caller's next step refuses it.
+    fn integer(&mut self) -> Option<i64> {
+        let negative = self.bytes.get(self.at) == Some(&b'-');
+        if negative {
+            self.at += 1;
+        }
+        let start = self.at;
+        let mut value: i64 = 0;
+        while let Some(&digit @ b'0'..=b'9') = self.bytes.get(self.at) {
+            let digit = i64::from(digit - b'0');
+            value = value.checked_mul(10)?;
+            value = if negative {
+                value.checked_sub(digit)?
+            } else {
+                value.checked_add(digit)?
+            };
+            self.at += 1;
+        }
+        let digits = self.at - start;
+        // serde_json reads `-0` as the float −0.0, which no integer field takes.
+        if digits == 0 || (digits > 1 && self.bytes[start] == b'0') || (negative && value == 0) {
+            return None;
+        }
+        Some(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json_record::parse;
+    use proptest::prelude::*;
+
+    /// What the module promises: a record only where serde_json reads the same one.
+    fn agrees(text: &str) {
+        if let Some(ours) = plain_link(text) {
+            let theirs: Result<LinkRecord, _> = parse(text);
+            assert_eq!(theirs.ok(), Some(ours), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn reads_what_the_origin_publishes_for_plain_links() {
+        let plain = LinkRecord {
+            group_settings: Some(GroupSettings::default()),
+            vouched: true,
+            ..LinkRecord::new(
+                "https://a.example/x?y=1#z",
+                "0b7c6a1e-7f39-4c55-9a55-2d1c1f5e8a10",
+                true,
+            )
+        };
+        let variants = [
+            plain.clone(),
+            LinkRecord {
+                expires_at: Some(1_700_000_000_000),
+                forward_query: false,
+                vouched: false,
+                ..plain.clone()
+            },
+            LinkRecord {
+                is_active: false,
+                group_settings: None,
+                long_url: "https://ü.example/ä".into(),
+                ..plain.clone()
+            },
+            LinkRecord {
+                expires_at: Some(0),
+                ..plain.clone()
+            },
+        ];
+        for record in variants {
+            let text = serde_json::to_string(&record).unwrap();
+            assert_eq!(plain_link(&text), Some(record), "{text}");
+        }
+        let spaced = " {\n \"v\" : 1 ,\t\"long_url\":\"https://a.example/\",\"group_id\":\"g\",\r\"is_active\":true,\"group_settings\":{ },\"expires_at\":-5} \n";
+        assert_eq!(
+            plain_link(spaced),
+            Some(LinkRecord {
+                expires_at: Some(-5),
+                group_settings: Some(GroupSettings::default()),
+                ..LinkRecord::new("https://a.example/", "g", true)
+            })
+        );
+        agrees(spaced);
+    }
+
+    #[test]
+    fn leaves_every_other_shape_to_serde_json() {
+        for text in [
+            "",
+            "{}",
+            "[]",
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g"}"#,
+            r#"{"v":2,"long_url":"https://a.example/","group_id":"g","is_active":true}"#,
+            r#"{"v":1.0,"long_url":"https://a.example/","group_id":"g","is_active":true}"#,
+            r#"{"v":10,"long_url":"https://a.example/","group_id":"g","is_active":true}"#,
+            r#"{"v":1,"long_url":"https:\/\/a.example/","group_id":"g","is_active":true}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"rules":[]}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"unknown":1}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"is_active":true}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":null}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":01}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":1e3}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":99999999999999999999}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"group_settings":{"analytics":{}}}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"group_settings":null}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true} x"#,
+            "{\"v\":1,\"long_url\":\"https://a.example/\u{1}\",\"group_id\":\"g\",\"is_active\":true}",
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":tru}"#,
+        ] {
+            assert_eq!(plain_link(text), None, "{text:?}");
+        }
+    }
+
+    /// A record's text from generated parts: known and unknown keys (duplicates too), values of every kind the
+    /// scanner meets or refuses, and JSON's whitespace between them.
+    fn record_text() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec![
+            "v",
+            "long_url",
+            "group_id",
+            "is_active",
+            "expires_at",
+            "forward_query",
+            "group_settings",
+            "vouched",
+            "rules",
+            "x",
+        ]);
+        let value = prop::sample::select(vec![
+            "1",
+            "0",
+            "-0",
+            "-7",
+            "01",
+            "1.5",
+            "2e3",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "true",
+            "false",
+            "null",
+            "{}",
+            "{ }",
+            r#"{"monetization":null}"#,
+            "[]",
+            r#""https://a.example/x""#,
+            r#""""#,
+            r#""é日""#,
+            r#""a\"b""#,
+            r#""a\u0041""#,
+            "\"\u{7}\"",
+        ]);
+        let ws = prop::sample::select(vec!["", " ", "\n", "\t ", "\r"]);
+        // Most texts start from the four required fields with good values, so that many are records.
+        let required = vec![
+            ("v", "1"),
+            ("long_url", r#""https://a.example/""#),
+            ("group_id", r#""g""#),
+            ("is_active", "true"),
+        ];
+        let extra = prop::collection::vec((key, value), 0..6);
+        (prop::bool::weighted(0.8), extra)
+            .prop_map(move |(with_required, extra)| {
+                let mut fields: Vec<(&str, &str)> = if with_required {
+                    required.clone()
+                } else {
+                    Vec::new()
+                };
+                fields.extend(extra);
+                fields
+            })
+            .prop_shuffle()
+            .prop_flat_map(move |fields| {
+                let n = fields.len();
+                (
+                    Just(fields),
+                    prop::collection::vec((ws.clone(), ws.clone()), n),
+                )
+            })
+            .prop_map(|(fields, spaces)| {
+                let body: Vec<String> = fields
+                    .iter()
+                    .zip(spaces)
+                    .map(|((k, v), (w1, w2))| format!("{w1}\"{k}\"{w1}:{w2}{v}{w2}"))
+                    .collect();
+                format!("{{{}}}", body.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        #[test]
+        fn a_record_only_where_serde_json_reads_the_same(text in record_text()) {
+            agrees(&text);
+        }
+
+        #[test]
+        fn a_byte_changed_anywhere_changes_nothing_to_that(
+            text in record_text(),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+        ) {
+            let mut bytes = text.into_bytes();
+            if !bytes.is_empty() {
+                let i = at.index(bytes.len());
+                bytes[i] = byte;
+            }
+            if let Ok(text) = String::from_utf8(bytes) {
+                agrees(&text);
+            }
+        }
+    }
+}
