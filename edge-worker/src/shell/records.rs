@@ -28,6 +28,7 @@ use crate::json_record;
 use crate::loads::{Loads, Ticket, Wait, WaitStep};
 use crate::log::{self, KvWrite, Throttle, Via};
 use crate::origin::{self, Lookup, Origin};
+use crate::plain_records;
 
 /// A cached KV record, parsed once per isolate. `None` inside means "absent or unusable" and is cached too.
 #[derive(Clone)]
@@ -284,23 +285,19 @@ async fn write_back(kv: Option<Kv>, key: String, record: Rc<LinkRecord>) {
 
 /// The isolate's form of KV's text for `link:<host>:<code>` (absent or unusable: `None`).
 fn wrap_link(text: Option<String>) -> Cached {
-    // A plain link's record without serde (`plain_link` says why), any other with it.
-    let record = text.and_then(|text| {
-        crate::plain_link::plain_link(&text).or_else(|| json_record::parse(&text).ok())
-    });
-    Cached::Link(record.map(Rc::new))
+    Cached::Link(parse(text, plain_records::plain_link).map(Rc::new))
 }
 
 /// The isolate's form of KV's text for `domain:<host>`.
 fn wrap_domain(text: Option<String>) -> Cached {
-    Cached::Domain(parse::<DomainRecord>(text).map(Rc::new))
+    Cached::Domain(parse(text, plain_records::plain_domain).map(Rc::new))
 }
 
 /// The isolate's form of KV's text for the blocklist: empty when KV has none.
 fn wrap_blocklist(text: Option<String>) -> Cached {
     Cached::Blocklist(Rc::new(
-        parse::<BlocklistRecord>(text)
-            .map(|r| r.domains.iter().collect())
+        parse(text, plain_records::plain_blocklist)
+            .map(|r: BlocklistRecord| r.domains.iter().collect())
             .unwrap_or_default(),
     ))
 }
@@ -308,15 +305,18 @@ fn wrap_blocklist(text: Option<String>) -> Cached {
 /// The isolate's form of KV's text for `group:<id>`.
 fn wrap_group(text: Option<String>) -> Cached {
     Cached::Group(
-        parse::<GroupRecord>(text)
+        parse(text, plain_records::plain_group)
             .and_then(Group::from_record)
             .map(Rc::new),
     )
 }
 
-/// A JSON record, or `None` when absent, unparsable or of another version (the contract: treat as missing).
-fn parse<T: DeserializeOwned>(text: Option<String>) -> Option<T> {
-    json_record::parse(&text?).ok()
+/// A JSON record, or `None` when absent, unparsable or of another version (the contract: treat as missing): read by
+/// `plain`, the scanner of the shape the origin publishes it in, without serde (`crate::plain_records` says why),
+/// else by serde_json.
+fn parse<T: DeserializeOwned>(text: Option<String>, plain: fn(&str) -> Option<T>) -> Option<T> {
+    let text = text?;
+    plain(&text).or_else(|| json_record::parse(&text).ok())
 }
 
 /// What the isolate cache holds for `key` right now, without I/O, and until when (UNIX ms) it stays so: only a

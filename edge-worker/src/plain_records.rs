@@ -1,41 +1,28 @@
-//! A plain link's KV record read without serde: the record the origin publishes for a link with no smart-link field
-//! (`v`, `long_url`, `group_id`, `is_active`, and maybe `expires_at`, `forward_query`, a plain group's settings
-//! `{}` and `vouched`), read by a scanner of that one shape.
+//! KV's records in the shapes the origin publishes for plain links, groups, domains and the blocklist, read without
+//! serde: a link with no smart-link field (`v`, `long_url`, `group_id`, `is_active`, and maybe `expires_at`,
+//! `forward_query`, a plain group's settings `{}` and `vouched`), a group whose settings are `{}`, a domain, the
+//! blocklist, each read by a scanner of that one shape.
 //!
-//! Why not serde_json alone: V8 compiles each wasm function on its first call, and a new isolate's first visit to a
-//! persistent link parses its record before the redirect. serde_json's derived parse of a `LinkRecord` (its
-//! visitor, its copy of the group's settings, its number, string and map helpers) is about 11 KB of wasm, the
-//! largest part of what that visit compiled (47.6 KB); this scanner is a small fraction of it (BENCHMARKS.md, issue
-//! 28). It decides nothing on its own: anything it does not fully understand (another field, an escape in a string,
-//! `null`, a number it would have to round, a duplicate key, settings other than `{}`) gives `None`, and the caller
-//! then reads the text with serde_json ([`crate::json_record::parse`]), as every record was read before. Whenever
-//! it gives a record, serde_json gives the same one from the same text (the tests check it, on generated texts).
+//! Why not serde_json alone: V8 compiles each wasm function on its first call, and a new isolate's first visit parses
+//! its records before the redirect (a persistent link's record; a dynamic link's domain, group and blocklist).
+//! serde_json's derived parses (each record's visitor, the settings', and serde_json's number, string and map helpers)
+//! were the largest part of what that visit compiled (about 11 KB of a persistent link's 47.6 KB); these scanners are
+//! a small fraction of it (BENCHMARKS.md, issue 28). They decide nothing on their own: anything a scanner does not
+//! fully understand (another field, an escape in a string, a `null` it does not expect, a number it would have to
+//! round, a duplicate key, settings other than `{}`) gives `None`, and the caller then reads the text with serde_json
+//! ([`crate::json_record::parse`]), as every record was read before. Whenever a scanner gives a record, serde_json
+//! gives the same one from the same text (the tests check it, on generated texts).
 
-use kv_model::{GroupSettings, LinkRecord};
+use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord};
 
 /// The record in `text`, when `text` is a plain link's record in the shape this module reads; `None` otherwise
 /// (read it with serde_json then).
 pub fn plain_link(text: &str) -> Option<LinkRecord> {
-    let mut scan = Scan {
-        text,
-        bytes: text.as_bytes(),
-        at: 0,
-    };
     let mut record = LinkRecord::new(String::new(), String::new(), false);
-    // One bit per field, to refuse a duplicate (serde_json does) and to require the four without defaults.
-    const REQUIRED: u8 = 0b1111;
-    let mut seen = 0u8;
-    scan.skip_ws();
-    scan.expect(b'{')?;
-    loop {
-        scan.skip_ws();
-        let key = scan.string()?;
-        scan.skip_ws();
-        scan.expect(b':')?;
-        scan.skip_ws();
-        let bit = match key {
+    let seen = object(text, &mut |key, scan| {
+        Some(match key {
             "v" => {
-                scan.expect(b'1')?;
+                scan.version()?;
                 1
             }
             "long_url" => {
@@ -59,9 +46,7 @@ pub fn plain_link(text: &str) -> Option<LinkRecord> {
                 32
             }
             "group_settings" => {
-                scan.expect(b'{')?;
-                scan.skip_ws();
-                scan.expect(b'}')?;
+                scan.empty_object()?;
                 record.group_settings = Some(GroupSettings::default());
                 64
             }
@@ -70,7 +55,115 @@ pub fn plain_link(text: &str) -> Option<LinkRecord> {
                 128
             }
             _ => return None,
-        };
+        })
+    })?;
+    // The four fields without a default.
+    (seen & 0b1111 == 0b1111).then_some(record)
+}
+
+/// A group's record whose settings are `{}` (or left out).
+pub fn plain_group(text: &str) -> Option<GroupRecord> {
+    let mut key = None;
+    let seen = object(text, &mut |name, scan| {
+        Some(match name {
+            "v" => {
+                scan.version()?;
+                1
+            }
+            "key" => {
+                key = Some(scan.string()?.to_owned());
+                2
+            }
+            "settings" => {
+                scan.empty_object()?;
+                4
+            }
+            _ => return None,
+        })
+    })?;
+    (seen & 0b11 == 0b11)
+        .then(|| GroupRecord::new(key.unwrap_or_default(), GroupSettings::default()))
+}
+
+/// A domain's record.
+pub fn plain_domain(text: &str) -> Option<DomainRecord> {
+    let (mut enabled, mut fallback_url) = (false, None);
+    let seen = object(text, &mut |name, scan| {
+        Some(match name {
+            "v" => {
+                scan.version()?;
+                1
+            }
+            "enabled" => {
+                enabled = scan.boolean()?;
+                2
+            }
+            "fallback_url" => {
+                fallback_url = if scan.null() {
+                    None
+                } else {
+                    Some(scan.string()?.to_owned())
+                };
+                4
+            }
+            _ => return None,
+        })
+    })?;
+    (seen & 0b11 == 0b11).then(|| DomainRecord::new(enabled, fallback_url))
+}
+
+/// The blocklist's record: a list of strings (`domains` left out: none).
+pub fn plain_blocklist(text: &str) -> Option<BlocklistRecord> {
+    let mut domains = Vec::new();
+    let seen = object(text, &mut |name, scan| {
+        Some(match name {
+            "v" => {
+                scan.version()?;
+                1
+            }
+            "domains" => {
+                scan.expect(b'[')?;
+                scan.skip_ws();
+                if !scan.eat(b']') {
+                    loop {
+                        scan.skip_ws();
+                        domains.push(scan.string()?.to_owned());
+                        scan.skip_ws();
+                        match scan.next()? {
+                            b',' => {}
+                            b']' => break,
+                            _ => return None,
+                        }
+                    }
+                }
+                2
+            }
+            _ => return None,
+        })
+    })?;
+    (seen & 1 == 1).then(|| BlocklistRecord::new(domains))
+}
+
+/// Reads `text` as one JSON object with nothing after it but whitespace, handing each key to `field`, which reads
+/// its value and names the field's bit (one per field: a key seen twice is refused, as serde_json refuses it).
+/// Returns the bits of the fields seen; `None` when `field` does, or the text is not such an object (an empty object
+/// included: no record is). `field` is a `dyn`: one copy of this loop in the wasm for every record's scanner.
+fn object(text: &str, field: &mut dyn FnMut(&str, &mut Scan<'_>) -> Option<u8>) -> Option<u8> {
+    let mut scan = Scan {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    let mut seen = 0u8;
+    scan.skip_ws();
+    scan.expect(b'{')?;
+    loop {
+        scan.skip_ws();
+        let key = scan.string()?;
+        scan.skip_ws();
+        scan.expect(b':')?;
+        scan.skip_ws();
+        let bit = field(key, &mut scan)?;
         if seen & bit != 0 {
             return None;
         }
@@ -83,7 +176,7 @@ pub fn plain_link(text: &str) -> Option<LinkRecord> {
         }
     }
     scan.skip_ws();
-    (scan.at == scan.bytes.len() && seen & REQUIRED == REQUIRED).then_some(record)
+    (scan.at == scan.bytes.len()).then_some(seen)
 }
 
 /// A position in the text. Every step that meets what it does not read gives `None`.
@@ -102,6 +195,36 @@ impl<'a> Scan<'a> {
 
     fn expect(&mut self, byte: u8) -> Option<()> {
         (self.next()? == byte).then_some(())
+    }
+
+    /// Whether the next byte is `byte`, taken if it is.
+    fn eat(&mut self, byte: u8) -> bool {
+        let found = self.bytes.get(self.at) == Some(&byte);
+        if found {
+            self.at += 1;
+        }
+        found
+    }
+
+    /// The record's version, which must be `1` ([`kv_model::V1`]); what follows it is checked by the caller.
+    fn version(&mut self) -> Option<()> {
+        self.expect(b'1')
+    }
+
+    /// `{}`, with whitespace inside or not.
+    fn empty_object(&mut self) -> Option<()> {
+        self.expect(b'{')?;
+        self.skip_ws();
+        self.expect(b'}')
+    }
+
+    /// `null`, taken if it is next.
+    fn null(&mut self) -> bool {
+        let found = self.bytes[self.at..].starts_with(b"null");
+        if found {
+            self.at += 4;
+        }
+        found
     }
 
     /// JSON's whitespace: space, tab, line feed, carriage return.
@@ -172,17 +295,27 @@ mod tests {
     use super::*;
     use crate::json_record::parse;
     use proptest::prelude::*;
+    use serde::de::DeserializeOwned;
+    use std::fmt::Debug;
 
     /// What the module promises: a record only where serde_json reads the same one.
-    fn agrees(text: &str) {
-        if let Some(ours) = plain_link(text) {
-            let theirs: Result<LinkRecord, _> = parse(text);
+    fn agrees<T: DeserializeOwned + PartialEq + Debug>(text: &str, scanner: fn(&str) -> Option<T>) {
+        if let Some(ours) = scanner(text) {
+            let theirs: Result<T, _> = parse(text);
             assert_eq!(theirs.ok(), Some(ours), "{text:?}");
         }
     }
 
+    /// Every scanner on `text`.
+    fn all_agree(text: &str) {
+        agrees(text, plain_link);
+        agrees(text, plain_group);
+        agrees(text, plain_domain);
+        agrees(text, plain_blocklist);
+    }
+
     #[test]
-    fn reads_what_the_origin_publishes_for_plain_links() {
+    fn reads_what_the_origin_publishes() {
         let plain = LinkRecord {
             group_settings: Some(GroupSettings::default()),
             vouched: true,
@@ -224,7 +357,28 @@ mod tests {
                 ..LinkRecord::new("https://a.example/", "g", true)
             })
         );
-        agrees(spaced);
+        agrees(spaced, plain_link);
+
+        let group = GroupRecord::new(
+            "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI",
+            GroupSettings::default(),
+        );
+        let text = serde_json::to_string(&group).unwrap();
+        assert_eq!(plain_group(&text), Some(group), "{text}");
+        for domain in [
+            DomainRecord::new(true, Some("https://f.example/".into())),
+            DomainRecord::new(false, None),
+        ] {
+            let text = serde_json::to_string(&domain).unwrap();
+            assert_eq!(plain_domain(&text), Some(domain), "{text}");
+        }
+        for list in [
+            BlocklistRecord::new(vec!["evil.example".into(), "bad.example".into()]),
+            BlocklistRecord::new(Vec::new()),
+        ] {
+            let text = serde_json::to_string(&list).unwrap();
+            assert_eq!(plain_blocklist(&text), Some(list), "{text}");
+        }
     }
 
     #[test]
@@ -243,6 +397,7 @@ mod tests {
             r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"is_active":true}"#,
             r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":null}"#,
             r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":01}"#,
+            r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":-0}"#,
             r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":1e3}"#,
             r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"expires_at":99999999999999999999}"#,
             r#"{"v":1,"long_url":"https://a.example/","group_id":"g","is_active":true,"group_settings":{"analytics":{}}}"#,
@@ -254,10 +409,28 @@ mod tests {
         ] {
             assert_eq!(plain_link(text), None, "{text:?}");
         }
+        for text in [
+            r#"{"v":1,"key":"k","settings":{"access":null}}"#,
+            r#"{"v":1,"key":"k","settings":null}"#,
+            r#"{"v":1,"settings":{}}"#,
+        ] {
+            assert_eq!(plain_group(text), None, "{text:?}");
+        }
+        for text in [r#"{"v":1,"fallback_url":null}"#, r#"{"v":1,"enabled":1}"#] {
+            assert_eq!(plain_domain(text), None, "{text:?}");
+        }
+        for text in [
+            r#"{"v":1,"domains":null}"#,
+            r#"{"v":1,"domains":["a",]}"#,
+            r#"{"v":1,"domains":["a"],"domains":[]}"#,
+            r#"{"domains":["a"]}"#,
+        ] {
+            assert_eq!(plain_blocklist(text), None, "{text:?}");
+        }
     }
 
-    /// A record's text from generated parts: known and unknown keys (duplicates too), values of every kind the
-    /// scanner meets or refuses, and JSON's whitespace between them.
+    /// A record's text from generated parts: every record's keys and unknown ones (duplicates too), values of every
+    /// kind the scanners meet or refuse, and JSON's whitespace between them.
     fn record_text() -> impl Strategy<Value = String> {
         let key = prop::sample::select(vec![
             "v",
@@ -268,6 +441,11 @@ mod tests {
             "forward_query",
             "group_settings",
             "vouched",
+            "key",
+            "settings",
+            "enabled",
+            "fallback_url",
+            "domains",
             "rules",
             "x",
         ]);
@@ -285,10 +463,17 @@ mod tests {
             "true",
             "false",
             "null",
+            "nul",
             "{}",
             "{ }",
             r#"{"monetization":null}"#,
             "[]",
+            "[ ]",
+            r#"["a.example"]"#,
+            r#"[ "a" , "é" ]"#,
+            r#"["a",]"#,
+            r#"["a\"b"]"#,
+            "[1]",
             r#""https://a.example/x""#,
             r#""""#,
             r#""é日""#,
@@ -297,21 +482,22 @@ mod tests {
             "\"\u{7}\"",
         ]);
         let ws = prop::sample::select(vec!["", " ", "\n", "\t ", "\r"]);
-        // Most texts start from the four required fields with good values, so that many are records.
-        let required = vec![
-            ("v", "1"),
-            ("long_url", r#""https://a.example/""#),
-            ("group_id", r#""g""#),
-            ("is_active", "true"),
-        ];
+        // Most texts start from a record's required fields with good values, so that many are records.
+        let required = prop::sample::select(vec![
+            vec![
+                ("v", "1"),
+                ("long_url", r#""https://a.example/""#),
+                ("group_id", r#""g""#),
+                ("is_active", "true"),
+            ],
+            vec![("v", "1"), ("key", r#""k""#)],
+            vec![("v", "1"), ("enabled", "true")],
+            vec![("v", "1")],
+            vec![],
+        ]);
         let extra = prop::collection::vec((key, value), 0..6);
-        (prop::bool::weighted(0.8), extra)
-            .prop_map(move |(with_required, extra)| {
-                let mut fields: Vec<(&str, &str)> = if with_required {
-                    required.clone()
-                } else {
-                    Vec::new()
-                };
+        (required, extra)
+            .prop_map(|(mut fields, extra)| {
                 fields.extend(extra);
                 fields
             })
@@ -338,7 +524,7 @@ mod tests {
 
         #[test]
         fn a_record_only_where_serde_json_reads_the_same(text in record_text()) {
-            agrees(&text);
+            all_agree(&text);
         }
 
         #[test]
@@ -353,7 +539,7 @@ mod tests {
                 bytes[i] = byte;
             }
             if let Ok(text) = String::from_utf8(bytes) {
-                agrees(&text);
+                all_agree(&text);
             }
         }
     }
