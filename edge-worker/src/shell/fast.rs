@@ -65,7 +65,13 @@ pub(super) fn answer(
     };
     match decision.outcome {
         Outcome::Destination(url) if !decision.analytics => {
-            let response = redirect(url, decision.status, head, keep, first)?;
+            // A new isolate's first visit has no init kept and keeps none: its redirect is built without the map,
+            // whose lookup (hashing, probing) it would otherwise compile.
+            let response = if first {
+                new_redirect(url, decision.status, head)?.0
+            } else {
+                redirect(url, decision.status, head, keep)?
+            };
             // Told to the entry module only with the redirect: a request that goes on to the full path has its
             // records read there.
             READ_AFTER.with(|r| r.set(read_after));
@@ -171,9 +177,8 @@ fn persistent(
     };
     let until = decision::answer_until(records_until, changes_at);
     ANSWER_VARY.with(|v| v.set(vary));
-    // Not a first visit's redirect init: keeping it is code (the map's insert, its hashing and growth) that a new
-    // isolate's first request would compile; the next visit keeps it.
-    Some((decision, until, !first, read_after))
+    // Kept, unless this is a new isolate's first visit ([`answer`] keeps none then: the next visit keeps it).
+    Some((decision, until, true, read_after))
 }
 
 /// [`answer`]'s dynamic link ([`persistent`] says why apart).
@@ -293,18 +298,8 @@ thread_local! {
 
 /// The redirect to `location` with `status`, built from the kept `init` for it, or from a new one that is then kept
 /// if `keep`. A 302 is kept under its location alone (most are), any other status under `<status> <location>`: a
-/// location never starts with a digit and a space. A new isolate's `first` visit has nothing kept and keeps
-/// nothing: it builds its redirect without the map, whose lookup (hashing, probing) it would otherwise compile.
-fn redirect(
-    location: String,
-    status: u16,
-    head: bool,
-    keep: bool,
-    first: bool,
-) -> Option<web_sys::Response> {
-    if first {
-        return new_redirect(location, status, head).map(|(response, _, _)| response);
-    }
+/// location never starts with a digit and a space.
+fn redirect(location: String, status: u16, head: bool, keep: bool) -> Option<web_sys::Response> {
     let key = if status == 302 {
         location
     } else {
