@@ -33,15 +33,17 @@
 //        JavaScript worker instead of ours), SETTINGS=long (a plain group's settings in the records in the long form
 //        the origin wrote before 2026-12-02, every field at its default, instead of `{}`), PERF_LEAVES (perf: the functions the samples of the buckets whose name
 //        holds this text stopped in, e.g. "first request: wasm lazy"), COMPILED_TOP (compiled: how many of the
-//        largest functions to list, default 25).
+//        largest functions to list, default 25), COMPILED_LIST (compiled: a file to which the index of every wasm
+//        function our isolate compiled, its start, the first request and a second one included, is appended, one a
+//        line: what a module split by use would have to keep in the part a new isolate loads).
 import { execFileSync, execSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { buildDynamicLink } from "../snippets/sign.mjs";
+import { edgeWorkerOptions } from "./bench-worker-options.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const build = resolve(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build");
@@ -69,7 +71,6 @@ if (modes.includes("compiled")) {
   process.env.MINIFLARE_WORKERD_V8_FLAGS = `--perf-basic-prof --no-logfile-per-isolate --logfile=${join(work, "v8.log")}`;
 }
 copyFileSync(join(peer, "careful-worker.mjs"), join(work, "careful-worker.mjs"));
-const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
 const common = { host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN) };
 const record = (value) => JSON.stringify({ v: 1, ...value });
 // A plain group's settings: `{}`, as the origin writes them since 2026-12-02, or with SETTINGS=long every field at its
@@ -86,7 +87,8 @@ const ours = {
   name: "ours",
   options: {
     ...common,
-    ...workerOptions,
+    // Without the empty bindings wrangler gives, whose Miniflare simulators would start with ours.
+    ...edgeWorkerOptions(join(root, "wrangler.toml")),
     modules: true,
     scriptPath: join(build, "index.js"),
     rootPath: root,
@@ -543,7 +545,15 @@ async function compiledFunctions() {
     // What the worker does after the response, in waitUntil, follows the entry module's call of `first_after`
     // (edge-worker/js/entry.js, `firstVisit`): its shim, compiled on that call, is the boundary.
     await new Promise((r) => setTimeout(r, 500));
+    // A second request, as a visitor's next one: what it compiles is listed with the rest in COMPILED_LIST.
+    if (process.env.COMPILED_LIST) await get(url);
+    await new Promise((r) => setTimeout(r, process.env.COMPILED_LIST ? 300 : 0));
     const compiled = liftoffLines(readFileSync(ourMap, "utf8"), start);
+    if (process.env.COMPILED_LIST) {
+      // Every function compiled in our isolate, its start included, one index a line (appended).
+      const all = liftoffLines(readFileSync(ourMap, "utf8"), 0).map(([index]) => index);
+      appendFileSync(process.env.COMPILED_LIST, all.join("\n") + "\n");
+    }
     const boundary = compiled.findIndex(([index]) => names.get(index)?.startsWith("first_after"));
     const before = boundary < 0 ? compiled : compiled.slice(0, boundary + 1);
     const after = boundary < 0 ? [] : compiled.slice(boundary + 1);

@@ -18,7 +18,9 @@
 //        side), BASELINE_SETTINGS=long (the baseline's records carry a plain group's settings in the long form
 //        the origin wrote before 2026-12-02, every field at its default, where the others get `{}`: each build
 //        measured with what its own origin publishes), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
-//        started from the configuration Miniflare wrote for it, without Miniflare's work in Node; below).
+//        started from the configuration Miniflare wrote for it, without Miniflare's work in Node; below),
+//        ALL_OPTIONS_BUILD (a build started with every option wrangler gives, empty bindings and all, as this
+//        harness started ours before 2026-12-02; scripts/bench-worker-options.mjs).
 import { spawn } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -31,8 +33,8 @@ import workerd from "workerd";
 
 // The workerd binary Miniflare starts (the `workerd` package's CommonJS export, seen from ESM).
 const workerdBinary = workerd.default ?? workerd;
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { buildDynamicLink } from "../snippets/sign.mjs";
+import { edgeWorkerOptions } from "./bench-worker-options.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const rounds = Number(process.env.COLD_ROUNDS ?? 10);
@@ -53,11 +55,11 @@ const work = mkdtempSync(join(root, "target", "bench-cold-"));
 mkdirSync(work, { recursive: true });
 copyFileSync(join(peer, "careful-worker.mjs"), join(work, "careful-worker.mjs"));
 
-const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
 const common = { host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN) };
-const oursOptions = (dir) => ({
+// `all`: with every option wrangler gives (scripts/bench-worker-options.mjs says why not by default).
+const oursOptions = (dir, { all = false } = {}) => ({
   ...common,
-  ...workerOptions,
+  ...edgeWorkerOptions(join(root, "wrangler.toml"), { all }),
   modules: true,
   scriptPath: resolve(root, dir, "index.js"),
   rootPath: root,
@@ -116,6 +118,11 @@ const workers = [
 if (process.env.BASELINE_BUILD) {
   const seed = process.env.BASELINE_SETTINGS === "long" ? seedWith(LONG_SETTINGS) : oursSeed;
   workers.push({ name: "baseline", options: oursOptions(process.env.BASELINE_BUILD), seed });
+}
+// ALL_OPTIONS_BUILD=<dir>: that build once more, "… (every wrangler option)", with the empty bindings wrangler gives
+// and Miniflare's simulators for them, as this harness started ours before 2026-12-02 (a comparison of harnesses).
+if (process.env.ALL_OPTIONS_BUILD) {
+  workers.push({ name: "every wrangler option", options: oursOptions(process.env.ALL_OPTIONS_BUILD, { all: true }), seed: oursSeed });
 }
 for (const spec of (process.env.BUILDS ?? "").split(",").filter(Boolean)) {
   const [name, dir] = spec.split("=");
