@@ -17,7 +17,7 @@
 // And it reads a new isolate's first records. When the wasm holds nothing of the records a visit needs, its `fetch`
 // returns a plan of KV reads (a string) rather than a Promise; `firstVisit` below reads them in one round, hands the
 // texts back, and calls the wasm's synchronous path again, so that no async Rust is compiled or run before that
-// response (edge-worker/src/shell/first.rs).
+// response (edge-worker/src/shell/first.rs). A dynamic link's token on that visit is opened here, with WebCrypto.
 // Named imports, not `import * as`: esbuild then leaves out what the entry never uses (the classes workers-rs
 // exports for features this worker has no use for), which makes the bundle smaller to parse on a new isolate.
 import {
@@ -28,6 +28,7 @@ import {
   fetch as wasmFetch,
   first_after,
   first_fetch,
+  first_open_fetch,
   first_store,
   on_records_change,
   queue as wasmQueue,
@@ -154,10 +155,31 @@ function storeRead(read, env) {
 async function firstVisit(request, env, ctx, key, plan) {
   const read = await readPlan(env, plan);
   storeRead(read, env);
-  const result = answered(key, request, guarded(() => first_fetch(request, env, ctx)));
+  let result = guarded(() => first_fetch(request, env, ctx));
+  // A dynamic link's token the isolate has not opened, handed on: opened with WebCrypto, whose AES-GCM is native
+  // code already there, rather than by the wasm's, which a new isolate would compile first (about 15 KB of it;
+  // edge-worker/src/shell/fast.rs, `open_elsewhere`).
+  if (result instanceof Uint8Array) {
+    const plaintext = await openToken(result);
+    result = guarded(() => first_open_fetch(request, env, ctx, plaintext));
+  }
+  result = answered(key, request, result);
   const after = first_after();
   if (after !== undefined) ctx.waitUntil(readPlan(env, after).then((read) => storeRead(read, env)));
   return result;
+}
+
+// The token first_fetch handed on (the group key, 32 bytes, the IV, 12, then the ciphertext and its tag): its
+// plaintext, or undefined when WebCrypto does not open it (the wasm then opens it itself, and gives the error any
+// such token gets).
+async function openToken(sealed) {
+  try {
+    const key = await crypto.subtle.importKey("raw", sealed.subarray(0, 32), "AES-GCM", false, ["decrypt"]);
+    const iv = sealed.subarray(32, 44);
+    return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv }, key, sealed.subarray(44)));
+  } catch {
+    return undefined;
+  }
 }
 
 export default {

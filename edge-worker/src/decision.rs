@@ -7,9 +7,9 @@
 //! falls through to the domain's, the domain's to the default, and with none left the visitor gets a `404`.
 
 use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord, Preview};
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 
-use shared_crypto::{Blocklist, GroupKey, Payload, TokenCipher, TokenError, extract_host};
+use shared_crypto::{Blocklist, GroupKey, Payload, Sealed, TokenCipher, TokenError, extract_host};
 
 use crate::bounded::BoundedMap;
 use crate::forward_query::forward_query;
@@ -52,6 +52,18 @@ pub fn token_memo_bytes() -> usize {
     OPENED.with(|m| m.borrow().bytes())
 }
 
+/// A token's payload from its plaintext: by the scanner of the shape the origin and the snippets write
+/// ([`crate::plain_records::plain_payload`]), else by serde_json, which gives the same payload or the error.
+fn payload_of(plaintext: &[u8]) -> Result<Payload, TokenError> {
+    match std::str::from_utf8(plaintext)
+        .ok()
+        .and_then(crate::plain_records::plain_payload)
+    {
+        Some(payload) => Ok(payload),
+        None => Ok(Payload::from_json(plaintext)?),
+    }
+}
+
 /// A group ready to evaluate tokens: the cipher is built once per cached record, not per request, and the tokens
 /// it opened are kept with their payloads (in the isolate's memo, `OPENED`), so the many visitors of one
 /// campaign's link cost one decryption per isolate while the record is cached (its TTL), not one each. Only the
@@ -60,8 +72,11 @@ pub fn token_memo_bytes() -> usize {
 /// a new `Group` with a serial of its own, which none of the memo's entries carries.
 #[derive(Debug, Clone)]
 pub struct Group {
-    /// The AES-256-GCM cipher under the group key.
-    pub cipher: TokenCipher,
+    /// The group key (its `Debug` is redacted).
+    key: GroupKey,
+    /// The AES-256-GCM cipher under the key, built when this group first decrypts a token itself: a new isolate's
+    /// first visit opens its token with WebCrypto ([`Group::remember_opened`]), and compiles no key schedule.
+    cipher: OnceCell<TokenCipher>,
     /// The group's settings.
     pub settings: GroupSettings,
     /// Which memo entries are this record's (a clone shares them: same key).
@@ -77,10 +92,21 @@ impl Group {
             s.get()
         });
         Some(Group {
-            cipher: TokenCipher::new(&key),
+            key,
+            cipher: OnceCell::new(),
             settings: record.settings,
             serial,
         })
+    }
+
+    /// The group key, for another implementation of AES-GCM to open a token with ([`Group::remember_opened`]).
+    pub fn key(&self) -> &GroupKey {
+        &self.key
+    }
+
+    /// Which record of its group this is: a new record (a reload, a rotated key) has another serial.
+    pub fn serial(&self) -> u64 {
+        self.serial
     }
 
     /// The redirect URL of `token` at `now_seconds`, as [`TokenCipher::evaluate`] gives it, decrypting the token
@@ -100,8 +126,28 @@ impl Group {
         if let Some(redirect) = seen {
             return redirect;
         }
-        let payload = self.cipher.open(token)?;
+        let sealed = Sealed::parse(token)?;
+        let plaintext = self
+            .cipher
+            .get_or_init(|| TokenCipher::new(&self.key))
+            .open_sealed(sealed)?;
+        let payload = payload_of(&plaintext)?;
         let redirect = payload.redirect_url(now_seconds, blocklist);
+        self.keep_opened(token, payload);
+        redirect
+    }
+
+    /// Keeps `plaintext`, `token` as another implementation of AES-GCM opened it under [`Group::key`] (WebCrypto's,
+    /// on a new isolate's first visit: `shell::fast`), in the memo as this group's, so that [`Group::evaluate`]
+    /// decrypts it no more. A plaintext whose payload does not read is not kept: `evaluate` then opens the token
+    /// itself and gives the error it gives for any such token.
+    pub fn remember_opened(&self, token: &str, plaintext: &[u8]) {
+        if let Ok(payload) = payload_of(plaintext) {
+            self.keep_opened(token, payload);
+        }
+    }
+
+    fn keep_opened(&self, token: &str, payload: Payload) {
         let bytes = std::mem::size_of::<Opened>()
             + payload.destination_url.len()
             + payload.back_param.as_ref().map_or(0, String::len);
@@ -115,7 +161,6 @@ impl Group {
                 bytes,
             )
         });
-        redirect
     }
 
     /// The expiry (`expires_at`, UNIX seconds) of a token this group has opened: `Some(None)` for one that does
@@ -963,6 +1008,42 @@ mod tests {
             "another key cannot open it"
         );
         assert_eq!(other.opened_tokens(), 0);
+    }
+
+    /// What another AES-GCM opened (WebCrypto's, on a first visit) is the group's own opening: evaluate uses it, and
+    /// a plaintext whose payload does not read is not kept (evaluate then opens the token itself).
+    #[test]
+    fn a_token_opened_elsewhere_is_kept_as_the_groups() {
+        let g = group(GroupSettings::default());
+        let none = DomainBlocklist::default();
+        let t = token(&Payload::new("https://dest.example/a"));
+        g.remember_opened(&t, b"{\"destination_url\":\"not json");
+        assert_eq!(g.opened_tokens(), 0);
+        // Taken as given: the memo's payload, not the token's own, is what evaluate reads from now on.
+        g.remember_opened(
+            &t,
+            br#"{"destination_url":"https://dest.example/b","expires_at":null}"#,
+        );
+        assert_eq!(g.opened_tokens(), 1);
+        assert_eq!(g.opened_expiry(&t), Some(None));
+        assert_eq!(
+            g.evaluate(&t, NOW, &none).as_deref(),
+            Ok("https://dest.example/b")
+        );
+        // Kept under this record of the group only.
+        assert_eq!(group(GroupSettings::default()).opened_expiry(&t), None);
+        // A payload the scanner leaves to serde_json reads the same way.
+        let u = token(&Payload::new("https://dest.example/c"));
+        g.remember_opened(
+            &u,
+            br#"{"destination_url":"https:\/\/dest.example\/d","x":[1]}"#,
+        );
+        assert_eq!(
+            g.evaluate(&u, NOW, &none).as_deref(),
+            Ok("https://dest.example/d")
+        );
+        assert_eq!(g.key().as_bytes(), key().as_bytes());
+        assert_ne!(g.serial(), group(GroupSettings::default()).serial());
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! KV's records in the shapes the origin publishes for plain links, groups, domains and the blocklist, read without
 //! serde: a link with no smart-link field (`v`, `long_url`, `group_id`, `is_active`, and maybe `expires_at`,
 //! `forward_query`, a plain group's settings `{}` and `vouched`), a group whose settings are `{}`, a domain, the
-//! blocklist, each read by a scanner of that one shape.
+//! blocklist, each read by a scanner of that one shape; and a dynamic link's payload, the plaintext of its token.
 //!
 //! Why not serde_json alone: V8 compiles each wasm function on its first call, and a new isolate's first visit parses
-//! its records before the redirect (a persistent link's record; a dynamic link's domain, group and blocklist).
-//! serde_json's derived parses (each record's visitor, the settings', and serde_json's number, string and map helpers)
+//! its records before the redirect (a persistent link's record; a dynamic link's domain, group and blocklist, and
+//! its token's payload). serde_json's derived parses (each record's visitor, the settings', and serde_json's number, string and map helpers)
 //! were the largest part of what that visit compiled (about 11 KB of a persistent link's 47.6 KB); these scanners are
 //! a small fraction of it (BENCHMARKS.md, issue 28). They decide nothing on their own: anything a scanner does not
 //! fully understand (another field, an escape in a string, a `null` it does not expect, a number it would have to
@@ -14,6 +14,7 @@
 //! gives the same one from the same text (the tests check it, on generated texts).
 
 use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord};
+use shared_crypto::Payload;
 
 /// The record in `text`, when `text` is a plain link's record in the shape this module reads; `None` otherwise
 /// (read it with serde_json then).
@@ -142,6 +143,39 @@ pub fn plain_blocklist(text: &str) -> Option<BlocklistRecord> {
         })
     })?;
     (seen & 1 == 1).then(|| BlocklistRecord::new(domains))
+}
+
+/// A dynamic link's payload (the plaintext of its token: spec section 2) in the shape the origin's and the
+/// snippets' sealing writes: `destination_url`, and maybe `back_param` and `expires_at` (`null` for either reads as
+/// left out, as serde_json reads it).
+pub fn plain_payload(text: &str) -> Option<Payload> {
+    let mut payload = Payload::new(String::new());
+    let seen = object(text, &mut |name, scan| {
+        Some(match name {
+            "destination_url" => {
+                payload.destination_url = scan.string()?.to_owned();
+                1
+            }
+            "back_param" => {
+                payload.back_param = if scan.null() {
+                    None
+                } else {
+                    Some(scan.string()?.to_owned())
+                };
+                2
+            }
+            "expires_at" => {
+                payload.expires_at = if scan.null() {
+                    None
+                } else {
+                    Some(scan.integer()?)
+                };
+                4
+            }
+            _ => return None,
+        })
+    })?;
+    (seen & 1 == 1).then_some(payload)
 }
 
 /// Reads `text` as one JSON object with nothing after it but whitespace, handing each key to `field`, which reads
@@ -306,12 +340,19 @@ mod tests {
         }
     }
 
-    /// Every scanner on `text`.
+    /// Every scanner on `text`; the payload's against `Payload::from_json`, which is what reads it otherwise.
     fn all_agree(text: &str) {
         agrees(text, plain_link);
         agrees(text, plain_group);
         agrees(text, plain_domain);
         agrees(text, plain_blocklist);
+        if let Some(ours) = plain_payload(text) {
+            assert_eq!(
+                Payload::from_json(text.as_bytes()).ok(),
+                Some(ours),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]
@@ -372,6 +413,27 @@ mod tests {
             let text = serde_json::to_string(&domain).unwrap();
             assert_eq!(plain_domain(&text), Some(domain), "{text}");
         }
+        for payload in [
+            Payload::new("https://d.example/x?y=1"),
+            Payload {
+                destination_url: "https://ü.example/".into(),
+                back_param: Some("utm_source=a&b=%20".into()),
+                expires_at: Some(1_800_000_000),
+            },
+            Payload {
+                expires_at: Some(-1),
+                ..Payload::new("https://d.example/")
+            },
+        ] {
+            let text = String::from_utf8(payload.to_json()).unwrap();
+            assert_eq!(plain_payload(&text), Some(payload), "{text}");
+        }
+        assert_eq!(
+            plain_payload(
+                r#"{"back_param":null,"destination_url":"https://d.example/","expires_at":null}"#
+            ),
+            Some(Payload::new("https://d.example/"))
+        );
         for list in [
             BlocklistRecord::new(vec!["evil.example".into(), "bad.example".into()]),
             BlocklistRecord::new(Vec::new()),
@@ -416,6 +478,18 @@ mod tests {
         ] {
             assert_eq!(plain_group(text), None, "{text:?}");
         }
+        for text in [
+            r#"{"back_param":"a=1"}"#,
+            r#"{"destination_url":null}"#,
+            r#"{"destination_url":"https://d.example/","extra":1}"#,
+            r#"{"destination_url":"https://d.example/","expires_at":1.5}"#,
+            r#"{"destination_url":"https://d.example/","expires_at":"1"}"#,
+            r#"{"destination_url":"https://d.example/","destination_url":"https://e.example/"}"#,
+            r#"{"destination_url":"https:\/\/d.example/"}"#,
+            r#"["https://d.example/"]"#,
+        ] {
+            assert_eq!(plain_payload(text), None, "{text:?}");
+        }
         for text in [r#"{"v":1,"fallback_url":null}"#, r#"{"v":1,"enabled":1}"#] {
             assert_eq!(plain_domain(text), None, "{text:?}");
         }
@@ -446,6 +520,8 @@ mod tests {
             "enabled",
             "fallback_url",
             "domains",
+            "destination_url",
+            "back_param",
             "rules",
             "x",
         ]);
@@ -491,6 +567,7 @@ mod tests {
                 ("is_active", "true"),
             ],
             vec![("v", "1"), ("key", r#""k""#)],
+            vec![("destination_url", r#""https://d.example/""#)],
             vec![("v", "1"), ("enabled", "true")],
             vec![("v", "1")],
             vec![],

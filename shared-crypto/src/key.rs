@@ -39,7 +39,7 @@ impl GroupKey {
     /// padding are ignored. The standard (`+` `/`) alphabet is not accepted.
     pub fn from_base64url(s: &str) -> Result<Self, KeyError> {
         let s = s.trim().trim_end_matches('=');
-        let bytes = URL_SAFE_NO_PAD.decode(s).map_err(|_| KeyError::Base64)?;
+        let bytes = crate::base64url::decode(s).ok_or(KeyError::Base64)?;
         let bytes: [u8; KEY_LEN] = bytes
             .as_slice()
             .try_into()

@@ -29,6 +29,7 @@
 extern crate alloc;
 
 pub mod ascii;
+pub mod base64url;
 mod blocklist;
 mod destination;
 mod error;
@@ -48,7 +49,7 @@ pub use host::normalize_host;
 pub use key::RandomError;
 pub use key::{GroupKey, KEY_LEN, KeyError};
 pub use payload::Payload;
-pub use token::{Evaluation, IV_LEN, TAG_LEN, TOKEN_VERSION, TokenCipher};
+pub use token::{Evaluation, IV_LEN, Sealed, TAG_LEN, TOKEN_VERSION, TokenCipher};
 
 /// Opens `token` with `cipher` and returns the final redirect URL, or why the token is rejected.
 ///

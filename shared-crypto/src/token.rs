@@ -9,6 +9,7 @@ use aes_gcm::{Aes256Gcm, Key, Nonce, Tag};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+use crate::base64url;
 use crate::blocklist::Blocklist;
 use crate::error::{SignatureError, TokenError};
 use crate::key::GroupKey;
@@ -30,6 +31,39 @@ pub struct Evaluation {
     pub payload: Payload,
     /// The final redirect URL (`http` upgraded, `back_param` appended).
     pub redirect_to: String,
+}
+
+/// A token decoded and checked (unpadded base64url, long enough, the version byte), not yet decrypted: what
+/// AES-GCM opens. Apart from [`TokenCipher`] so that a caller opening it with another implementation of AES-GCM
+/// (the edge worker's first visit uses WebCrypto's) gets the same checks, in the same order, with the same errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sealed {
+    /// The decoded token: the version byte, the IV, the ciphertext, the tag.
+    raw: Vec<u8>,
+}
+
+impl Sealed {
+    /// Decodes and checks a token. `=` padding is rejected ([`SignatureError::Base64`]): spec 4.7 forbids it.
+    pub fn parse(token: &str) -> Result<Sealed, SignatureError> {
+        let raw = base64url::decode(token).ok_or(SignatureError::Base64)?;
+        if raw.len() < HEADER_LEN + TAG_LEN {
+            return Err(SignatureError::Length { len: raw.len() });
+        }
+        if raw[0] != TOKEN_VERSION {
+            return Err(SignatureError::Version(raw[0]));
+        }
+        Ok(Sealed { raw })
+    }
+
+    /// The IV (12 bytes).
+    pub fn iv(&self) -> &[u8] {
+        &self.raw[1..HEADER_LEN]
+    }
+
+    /// The ciphertext followed by its tag (16 bytes), as WebCrypto's AES-GCM `decrypt` takes them.
+    pub fn ciphertext_and_tag(&self) -> &[u8] {
+        &self.raw[HEADER_LEN..]
+    }
 }
 
 /// Seals and opens tokens under one group key. Build it once per group and reuse it; its `Debug` is redacted.
@@ -87,15 +121,12 @@ impl TokenCipher {
     /// The token must be unpadded base64url: `=` padding is rejected ([`SignatureError::Base64`]) because
     /// spec 4.7 forbids it, and a token that reaches us padded was not built to spec.
     pub fn open_plaintext(&self, token: &str) -> Result<Vec<u8>, SignatureError> {
-        let mut raw = URL_SAFE_NO_PAD
-            .decode(token)
-            .map_err(|_| SignatureError::Base64)?;
-        if raw.len() < HEADER_LEN + TAG_LEN {
-            return Err(SignatureError::Length { len: raw.len() });
-        }
-        if raw[0] != TOKEN_VERSION {
-            return Err(SignatureError::Version(raw[0]));
-        }
+        self.open_sealed(Sealed::parse(token)?)
+    }
+
+    /// Decrypts a token already decoded and checked, returning the raw plaintext.
+    pub fn open_sealed(&self, sealed: Sealed) -> Result<Vec<u8>, SignatureError> {
+        let mut raw = sealed.raw;
         let tag_start = raw.len() - TAG_LEN;
         let (head, tag) = raw.split_at_mut(tag_start);
         let (header, ciphertext) = head.split_at_mut(HEADER_LEN);
@@ -189,6 +220,30 @@ mod tests {
         let eval = c.evaluate_with_payload(&token, NOW, BLOCKED).unwrap();
         assert_eq!(eval.redirect_to, "https://dest.example.org/path?utm=1");
         assert_eq!(eval.payload, payload());
+    }
+
+    #[test]
+    fn sealed_parts() {
+        let c = cipher();
+        let token = c.seal(&payload(), [9; 12]);
+        let sealed = Sealed::parse(&token).unwrap();
+        let raw = raw(&token);
+        assert_eq!(sealed.iv(), &[9; 12]);
+        assert_eq!(sealed.ciphertext_and_tag(), &raw[13..]);
+        assert_eq!(
+            sealed.ciphertext_and_tag().len(),
+            payload().to_json().len() + TAG_LEN
+        );
+        assert_eq!(c.open_sealed(sealed.clone()).unwrap(), payload().to_json());
+        // The checks, and their errors, are open_plaintext's.
+        for bad in [
+            format!("{token}="),
+            token[..20].to_owned(),
+            encode(&[&[2u8][..], &raw[1..]].concat()),
+        ] {
+            assert_eq!(Sealed::parse(&bad).err(), c.open_plaintext(&bad).err());
+            assert!(Sealed::parse(&bad).is_err());
+        }
     }
 
     #[test]

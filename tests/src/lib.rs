@@ -261,6 +261,14 @@ impl Worker {
         serde_json::from_value(body["reads"].clone()).expect("reads by key")
     }
 
+    /// How many tokens the worker's entry module has given WebCrypto to decrypt so far, and how many of them it
+    /// opened (`KV_FAULTS=1` workers only): a new isolate's first visit to a dynamic link opens its token so.
+    pub async fn webcrypto_decrypts(&self) -> (u64, u64) {
+        let body = self.kv_faults_answer(None).await;
+        let count = |name: &str| body["webcrypto"][name].as_u64().expect("webcrypto counts");
+        (count("decrypts"), count("opened"))
+    }
+
     async fn kv_faults(&self, set: Option<&[&str]>) -> u64 {
         let body = self.kv_faults_answer(set).await;
         body["failed_reads"].as_u64().expect("failed_reads")

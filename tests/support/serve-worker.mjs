@@ -52,13 +52,25 @@ for (const name of [
 }
 
 // The test-only entry of KV_FAULTS=1: the edge worker's own entry (index.js) called with an `env` whose KV binding
-// fails the reads of the keys set through `/__test/kv-faults`. workers-rs takes a KV binding by its methods (no
+// fails the reads of the keys set through `/__test/kv-faults` (which also tells the reads, and WebCrypto's decryptions). workers-rs takes a KV binding by its methods (no
 // type check), so a plain object with KvNamespace's methods serves. Module state is the isolate's, which Miniflare
 // keeps for the worker's life, like the worker's own caches.
 const kvFaultsEntry = `import worker from "./index.js";
 const failing = new Set();
 let failedReads = 0;
 const reads = new Map();
+// The entry module's WebCrypto decryptions (a new isolate's first visit to a dynamic link opens its token so), and
+// how many of them opened the token: counted around crypto.subtle.decrypt, which the worker alone calls.
+const subtle = crypto.subtle;
+const decrypt = subtle.decrypt.bind(subtle);
+const webcrypto = { decrypts: 0, opened: 0 };
+subtle.decrypt = (...args) => {
+  webcrypto.decrypts++;
+  return decrypt(...args).then((plaintext) => {
+    webcrypto.opened++;
+    return plaintext;
+  });
+};
 function read(kv, method, key, options) {
   reads.set(key, (reads.get(key) ?? 0) + 1);
   if (failing.has(key)) {
@@ -91,7 +103,7 @@ export default {
         failing.clear();
         for (const key of (await request.json()).fail ?? []) failing.add(key);
       }
-      return Response.json({ fail: [...failing], failed_reads: failedReads, reads: Object.fromEntries(reads) });
+      return Response.json({ fail: [...failing], failed_reads: failedReads, reads: Object.fromEntries(reads), webcrypto });
     }
     return worker.fetch(request, faulty(env), ctx);
   },

@@ -32,7 +32,11 @@ fn now() -> std::time::Duration {
 
 /// A worker with `go.example.com` enabled (own fallback), one plain group and a blocklist.
 async fn seeded() -> Worker {
-    let w = Worker::start();
+    seed(Worker::start()).await
+}
+
+/// [`seeded`]'s records in `w`.
+async fn seed(w: Worker) -> Worker {
     w.sync(
         vec![
             (format!("domain:{HOST}"), domain(true, Some(HOST_FALLBACK))),
@@ -200,6 +204,61 @@ async fn persistent_links_and_fallbacks() {
     let post = w.send(Method::POST, HOST, "/promo", &[]).await;
     assert_eq!(post.status, 405);
     assert_eq!(post.header("allow"), Some("GET, HEAD"));
+}
+
+/// A new isolate's first visit to a dynamic link opens its token with WebCrypto, in the entry module
+/// (edge-worker/src/shell/fast.rs, `open_elsewhere`): what it opens is the token's own payload, checked as spec 4.5
+/// says after it; a token WebCrypto does not open (tampered) falls back as any such token does, and a malformed one
+/// is never handed to it. Every later token is the wasm's to open. Each case on a new isolate (a worker of its own).
+#[tokio::test]
+async fn a_first_visits_token_is_opened_by_webcrypto() {
+    let counting = || {
+        seed(Worker::start_with(Options {
+            env: vec![(s("KV_FAULTS"), s("1"))],
+            ..Options::default()
+        }))
+    };
+    let mut first = Payload::new("http://dest.example/first?x=1");
+    first.back_param = Some(s("utm_source=e2e"));
+    first.expires_at = Some(now().as_secs() as i64 + 3600);
+    let first = token(&key(), &first);
+    let later = token(&key(), &Payload::new("https://dest.example/later"));
+    let mut tampered = first.clone().into_bytes();
+    let at = tampered.len() - 3;
+    tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).expect("ascii");
+    let (w1, w2, w3) = tokio::join!(counting(), counting(), counting());
+
+    // Opened by WebCrypto: the destination with http upgraded and back_param appended; then the wasm opens the
+    // next token itself, and the first one is answered from what WebCrypto opened.
+    w1.visit(HOST, &dynamic_path(GROUP, &first), &[])
+        .await
+        .assert_destination("https://dest.example/first?x=1&utm_source=e2e");
+    assert_eq!(w1.webcrypto_decrypts().await, (1, 1));
+    w1.visit(HOST, &dynamic_path(GROUP, &later), &[])
+        .await
+        .assert_destination("https://dest.example/later");
+    w1.visit(HOST, &dynamic_path(GROUP, &first), &[])
+        .await
+        .assert_destination("https://dest.example/first?x=1&utm_source=e2e");
+    assert_eq!(w1.webcrypto_decrypts().await, (1, 1));
+
+    // Tampered: WebCrypto refuses it, the visitor gets the domain's fallback, and the next token still opens.
+    let v = w2.visit(HOST, &dynamic_path(GROUP, &tampered), &[]).await;
+    assert_eq!(v.status, 302);
+    assert_eq!(v.header("location"), Some(HOST_FALLBACK));
+    assert_eq!(w2.webcrypto_decrypts().await, (1, 0));
+    w2.visit(HOST, &dynamic_path(GROUP, &first), &[])
+        .await
+        .assert_destination("https://dest.example/first?x=1&utm_source=e2e");
+    assert_eq!(w2.webcrypto_decrypts().await, (1, 0));
+
+    // Malformed: refused before any decryption.
+    let v = w3
+        .visit(HOST, &dynamic_path(GROUP, "not-a-token"), &[])
+        .await;
+    assert_eq!(v.header("location"), Some(HOST_FALLBACK));
+    assert_eq!(w3.webcrypto_decrypts().await, (0, 0));
 }
 
 #[tokio::test]

@@ -14,11 +14,12 @@ use wasm_bindgen::JsValue;
 use worker::worker_sys::web_sys;
 
 use kv_model::BLOCKLIST_KEY;
+use shared_crypto::{KEY_LEN, Sealed};
 
 use super::records;
 use crate::bounded::BoundedMap;
 use crate::config;
-use crate::decision::{self, Decision, LinkGroup, Outcome};
+use crate::decision::{self, Decision, Group, LinkGroup, Outcome};
 use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
 use crate::smart;
@@ -28,17 +29,19 @@ use crate::visitor::Visitor;
 /// answer to the same request ([`decision::answer_until`]); else `None`, with the KV keys of the route's records the
 /// isolate does not hold fresh added to `wanted` (for the first-visit path, [`super::first`]).
 ///
-/// `first`: the call after the first-visit path has read a persistent link: a link whose group the isolate has
-/// never read is then decided from the copy of the group's settings its record carries, and one the origin vouched
-/// for ([`kv_model::LinkRecord::vouched`]) without the blocklist when the isolate has never read it, as the full
-/// path does on a first visit ([`super::persistent`]); that answer is not kept, and the records it went without
-/// are read after the response ([`take_read_after`]).
+/// `pass`: which call this is ([`Pass`]). After the first-visit path has read a persistent link, a link whose
+/// group the isolate has never read is decided from the copy of the group's settings its record carries, and one
+/// the origin vouched for ([`kv_model::LinkRecord::vouched`]) without the blocklist when the isolate has never read
+/// it, as the full path does on a first visit ([`super::persistent`]); that answer is not kept, and the records it
+/// went without are read after the response ([`take_read_after`]). A dynamic link's token may go to WebCrypto
+/// first ([`open_elsewhere`]).
 pub(super) fn answer(
     req: &web_sys::Request,
     now_ms: u64,
-    first: bool,
+    pass: Pass<'_>,
     wanted: &mut Vec<String>,
 ) -> Option<(web_sys::Response, u64)> {
+    let first = !matches!(pass, Pass::Any);
     // A request answered otherwise never reports the previous answer's facts.
     ANSWER_VARY.with(|v| v.set(0));
     READ_AFTER.with(|r| r.take());
@@ -60,7 +63,9 @@ pub(super) fn answer(
     // The answer, until when it holds, whether to keep it, and the keys to read after the response.
     let (decision, until, keep, read_after) = match route::route(&method, path, query) {
         Route::Persistent { code } => persistent(req, &host, &code, query, now_ms, first, wanted)?,
-        Route::Dynamic { group_id, token } => dynamic(&host, &group_id, token, now_ms, wanted)?,
+        Route::Dynamic { group_id, token } => {
+            dynamic(&host, &group_id, token, now_ms, pass, wanted)?
+        }
         _ => return None,
     };
     match decision.outcome {
@@ -188,6 +193,7 @@ fn dynamic(
     group_id: &str,
     token: Option<String>,
     now_ms: u64,
+    pass: Pass<'_>,
     wanted: &mut Vec<String>,
 ) -> Option<Decided> {
     let now = i64::try_from(now_ms).ok()?;
@@ -214,6 +220,12 @@ fn dynamic(
     // The memo's entry for a token seen before: its expiry (in seconds) is the payload's, known before
     // deciding. One lookup serves both the keeping and the answer's bound.
     let seen_expiry = token.as_deref().and_then(|t| group.opened_expiry(t));
+    if seen_expiry.is_none()
+        && let Some(token) = token.as_deref()
+        && open_elsewhere(&group, token, pass)
+    {
+        return None;
+    }
     let decision = decision::decide_dynamic(
         domain.as_deref(),
         Some(&group),
@@ -227,6 +239,69 @@ fn dynamic(
         decision::answer_until(records_until, at.map(|s| s.saturating_mul(1000)))
     });
     Some((decision, until, seen_expiry.is_some(), Vec::new()))
+}
+
+/// Which call of the fast path this is.
+#[derive(Clone, Copy)]
+pub(super) enum Pass<'a> {
+    /// `fetch`: any request.
+    Any,
+    /// `first_fetch`: a new isolate's first visit, the records it lacked just read. A dynamic link's token the
+    /// isolate has not opened is handed to the entry module to open with WebCrypto ([`take_open_request`]).
+    First,
+    /// `first_open_fetch`: that visit again, with WebCrypto's plaintext of the token (`None`: it did not open it).
+    /// Never hands a token on again.
+    Opened(Option<&'a [u8]>),
+}
+
+thread_local! {
+    /// The token [`Pass::First`] handed on, and the serial of the group record whose key it went with.
+    static ASKED: RefCell<Option<(String, u64)>> = const { RefCell::new(None) };
+    /// What the entry module gets for it: the key, the IV, the ciphertext and its tag.
+    static OPEN_REQUEST: Cell<Option<Vec<u8>>> = const { Cell::new(None) };
+}
+
+/// The bytes of the token [`answer`] just handed on, for the entry module to open with WebCrypto; `None` if it did
+/// not hand one on.
+pub(super) fn take_open_request() -> Option<Vec<u8>> {
+    OPEN_REQUEST.with(Cell::take)
+}
+
+/// A new isolate's first visit to a dynamic link opens its token with WebCrypto, in the entry module, rather than
+/// with Rust's AES-GCM: the key schedule, the cipher and GHASH (about 15 KB of wasm) would otherwise be compiled
+/// before that visit's answer (BENCHMARKS.md, issue 28), where WebCrypto's is native code already there. Every later
+/// token is Rust's to open, which is faster than a round through WebCrypto's Promises once compiled.
+/// `Pass::First` hands a well-formed `token` on (true: the caller answers with [`take_open_request`]'s bytes; a
+/// malformed one is left to [`decision::Group::evaluate`], which refuses it before any decryption).
+/// `Pass::Opened` keeps WebCrypto's plaintext as the group's opening of `token` when it is that token under this
+/// very record's key (another visit may have asked in between, or the group's record changed: then Rust opens it).
+fn open_elsewhere(group: &Group, token: &str, pass: Pass<'_>) -> bool {
+    match pass {
+        Pass::Any => false,
+        Pass::First => {
+            let Ok(sealed) = Sealed::parse(token) else {
+                return false;
+            };
+            let (iv, data) = (sealed.iv(), sealed.ciphertext_and_tag());
+            let mut bytes = Vec::with_capacity(KEY_LEN + iv.len() + data.len());
+            bytes.extend_from_slice(group.key().as_bytes());
+            bytes.extend_from_slice(iv);
+            bytes.extend_from_slice(data);
+            ASKED.with(|a| a.replace(Some((token.to_owned(), group.serial()))));
+            OPEN_REQUEST.with(|r| r.set(Some(bytes)));
+            true
+        }
+        Pass::Opened(plaintext) => {
+            let asked = ASKED.with(RefCell::take);
+            if let (Some((asked, serial)), Some(plaintext)) = (asked, plaintext)
+                && asked == token
+                && serial == group.serial()
+            {
+                group.remember_opened(token, plaintext);
+            }
+            false
+        }
+    }
 }
 
 /// The visitor facts `vary` names (`smart::VARY_*`), read from the request: only those, each a call out of wasm.

@@ -15,6 +15,7 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen::prelude::wasm_bindgen;
 use worker::Env;
 
+use super::fast::Pass;
 use super::{kv, records};
 use crate::config;
 
@@ -65,7 +66,9 @@ pub fn first_store(key: &str, text: Option<String>, read: bool, env: Env) {
 }
 
 /// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy
-/// of the group's settings, else the full path. Never a plan again.
+/// of the group's settings, else the full path. Never a plan again; for a dynamic link whose token the isolate has
+/// not opened, the token to open with WebCrypto instead (a `Uint8Array`: the group key, 32 bytes, the IV, 12, then
+/// the ciphertext and its tag), for [`first_open_fetch`].
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export, like `first_store`
 pub fn first_fetch(
@@ -73,7 +76,20 @@ pub fn first_fetch(
     env: Env,
     ctx: worker::worker_sys::Context,
 ) -> JsValue {
-    super::answer(req, env, ctx, true)
+    super::answer(req, env, ctx, Pass::First)
+}
+
+/// [`first_fetch`] again, with WebCrypto's plaintext of the token it handed on (`None`: WebCrypto did not open it;
+/// Rust's AES-GCM then does, and gives the same error any such token gets). Never hands a token on again.
+#[wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export, like `first_store`
+pub fn first_open_fetch(
+    req: worker::worker_sys::web_sys::Request,
+    env: Env,
+    ctx: worker::worker_sys::Context,
+    plaintext: Option<Vec<u8>>,
+) -> JsValue {
+    super::answer(req, env, ctx, Pass::Opened(plaintext.as_deref()))
 }
 
 /// The plan of the reads to make after the response [`first_fetch`] just gave (`undefined`: none): the group's own

@@ -34,6 +34,7 @@ use crate::reply::{Page, Reply, reply};
 use crate::route::{self, Route};
 use crate::smart;
 use crate::visitor::Visitor;
+use fast::Pass;
 use records::{GroupRead, Records};
 
 /// Writes a log line to the Workers console: one `console.error`/`console.warn` call with the JSON text, which
@@ -111,28 +112,40 @@ pub fn fetch(
     env: Env,
     ctx: worker::worker_sys::Context,
 ) -> JsValue {
-    answer(req, env, ctx, false)
+    answer(req, env, ctx, Pass::Any)
 }
 
-/// [`fetch`], and [`first::first_fetch`] when `first` (its records just read: never a plan again).
+/// [`fetch`], and the first visit's calls ([`first::first_fetch`], [`first::first_open_fetch`]) after the entry
+/// module read the plan's records: never a plan then, but maybe a dynamic link's token to open with WebCrypto
+/// ([`fast::Pass`]), a `Uint8Array`.
 fn answer(
     req: worker::worker_sys::web_sys::Request,
     env: Env,
     ctx: worker::worker_sys::Context,
-    first: bool,
+    pass: Pass<'_>,
 ) -> JsValue {
     // js_sys's static Date.now(): one call out of wasm, no Date object.
     let now_ms = js_sys::Date::now() as u64;
     // The cache's TTL, before the cache is used.
     read_cache_ttl(&env);
     let mut wanted = Vec::new();
-    let answer = fast::answer(&req, now_ms, first, &mut wanted);
+    let answer = fast::answer(&req, now_ms, pass, &mut wanted);
     ANSWER_UNTIL.with(|u| u.set(answer.as_ref().map_or(0, |(_, until)| *until)));
     if let Some((response, _)) = answer {
         return response.into();
     }
-    if !first && let Some(plan) = first::plan(&env, &wanted, now_ms) {
-        return plan;
+    match pass {
+        Pass::Any => {
+            if let Some(plan) = first::plan(&env, &wanted, now_ms) {
+                return plan;
+            }
+        }
+        Pass::First => {
+            if let Some(sealed) = fast::take_open_request() {
+                return js_sys::Uint8Array::from(sealed.as_slice()).into();
+            }
+        }
+        Pass::Opened(_) => {}
     }
     full_path(req, env, ctx, now_ms)
 }
