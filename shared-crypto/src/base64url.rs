@@ -8,6 +8,19 @@
 
 use alloc::vec::Vec;
 
+/// A symbol's value, or [`INVALID`] for a byte that is no symbol of the alphabet.
+const VALUES: [u8; 256] = {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut values = [INVALID; 256];
+    let mut i = 0;
+    while i < 64 {
+        values[ALPHABET[i] as usize] = i as u8;
+        i += 1;
+    }
+    values
+};
+const INVALID: u8 = 0xff;
+
 /// `text` decoded; `None` wherever `URL_SAFE_NO_PAD.decode(text)` gives an error.
 pub fn decode(text: &str) -> Option<Vec<u8>> {
     let symbols = text.as_bytes();
@@ -15,28 +28,36 @@ pub fn decode(text: &str) -> Option<Vec<u8>> {
         return None;
     }
     let mut bytes = Vec::with_capacity(symbols.len() / 4 * 3 + 2);
-    // The bits read and not yet written out: `pending` of them, in the low bits of `bits`.
-    let (mut bits, mut pending) = (0u32, 0u32);
-    for &symbol in symbols {
-        let value = match symbol {
-            b'A'..=b'Z' => symbol - b'A',
-            b'a'..=b'z' => symbol - b'a' + 26,
-            b'0'..=b'9' => symbol - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        };
-        bits = (bits << 6) | u32::from(value);
-        pending += 6;
-        if pending >= 8 {
-            pending -= 8;
-            // The 8 bits above the pending ones.
-            bytes.push((bits >> pending) as u8);
-            bits &= (1 << pending) - 1;
-        }
+    let mut quads = symbols.chunks_exact(4);
+    for quad in &mut quads {
+        let bits = sextets(quad)?;
+        bytes.extend_from_slice(&bits.to_be_bytes()[1..]);
     }
-    // What is left (none, 2 or 4 bits) belongs to no byte, and must be zero.
-    (bits == 0).then_some(bytes)
+    // Two or three symbols left: one or two bytes, and 4 or 2 bits that belong to none, which must be zero.
+    let rest = quads.remainder();
+    if !rest.is_empty() {
+        let bits = sextets(rest)? << (6 * (4 - rest.len()));
+        let [_, a, b, c] = bits.to_be_bytes();
+        let kept = if rest.len() == 2 { 1 } else { 2 };
+        if [a, b, c][kept..].iter().any(|&byte| byte != 0) {
+            return None;
+        }
+        bytes.extend_from_slice(&[a, b][..kept]);
+    }
+    Some(bytes)
+}
+
+/// The symbols' values, six bits each, the first highest; `None` if one is no symbol.
+fn sextets(symbols: &[u8]) -> Option<u32> {
+    let mut bits = 0u32;
+    for &symbol in symbols {
+        let value = VALUES[usize::from(symbol)];
+        if value == INVALID {
+            return None;
+        }
+        bits = (bits << 6) | u32::from(value);
+    }
+    Some(bits)
 }
 
 #[cfg(test)]
