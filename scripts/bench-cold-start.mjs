@@ -7,7 +7,8 @@
 //           costs of the local harness that grow with the bundle, not of Cloudflare's isolates);
 //   first   the first request's latency: the isolate's caches empty, KV read, the decision, the response;
 //   second  the next request's latency, for comparison;
-// and the cold start over the floor, (start + first) minus the floor's, which is what the worker itself adds.
+// and the cold start over the floor, (start + first) minus the floor's, which is what the worker itself adds; then the
+// issue-28 goals' differences against the careful worker, paired by round.
 // Two cases per worker, each on its own new isolate: the hot persistent link and a dynamic link.
 //
 // Usage: node scripts/bench-cold-start.mjs      (after scripts/build-edge-worker.sh; run by scripts/bench-edge.sh
@@ -324,6 +325,27 @@ for (const kase of cases) {
     const over = worker.name.startsWith("floor") ? "" : f1(field(key, "cold") - floorCold);
     console.log(
       `| ${kase.name} | ${worker.name} | ${f1(field(key, "start"))} | ${f1(field(key, "node"))} | ${f1(field(key, "first"))} | ${f1(field(key, "second"))} | ${over} |`,
+    );
+  }
+}
+// The goals' differences (issue 28), paired by round: a worker's sample against the careful worker's of the same
+// round and mode, whose medians are steadier than a difference of medians on a shared machine. A cold start over the
+// floor minus the careful worker's is a difference of their start + first request (the floor's cancels).
+console.log(
+  "\n| case | worker | first request − careful JS's, ms (rounds ≤ 3) | cold start over the floor − careful JS's, ms (rounds ≤ 10) |",
+);
+console.log("|---|---|---|---|");
+for (const kase of cases) {
+  for (const worker of workers) {
+    if (worker.name.startsWith("floor") || worker.name.startsWith("careful JS")) continue;
+    const mode = worker.name.match(/ \((listed|workerd alone)\)$/)?.[0] ?? "";
+    const ours = results.get(`${worker.name}|${kase.name}`);
+    const js = results.get(`careful JS${mode}|${kase.name}`);
+    const first = ours.map((s, i) => s.first - js[i].first);
+    const cold = ours.map((s, i) => s.start + s.first - (js[i].start + js[i].first));
+    const within = (xs, goal) => `${xs.filter((x) => x <= goal).length} of ${xs.length}`;
+    console.log(
+      `| ${kase.name} | ${worker.name} | ${f1(median(first))} (${within(first, 3)}) | ${f1(median(cold))} (${within(cold, 10)}) |`,
     );
   }
 }
