@@ -156,12 +156,14 @@ async function firstVisit(request, env, ctx, key, plan) {
   const read = await readPlan(env, plan);
   storeRead(read, env);
   let result = guarded(() => first_fetch(request, env, ctx));
-  // A dynamic link's token the isolate has not opened, handed on: opened with WebCrypto, whose AES-GCM is native
-  // code already there, rather than by the wasm's, which a new isolate would compile first (about 15 KB of it;
-  // edge-worker/src/shell/fast.rs, `open_elsewhere`).
+  // A dynamic link's token the group's record has not opened, handed on: opened with WebCrypto, whose AES-GCM is
+  // native code already there, rather than by the wasm's, which a new isolate would compile first (about 15 KB of
+  // it; edge-worker/src/shell/fast.rs, `open_elsewhere`). What was handed on goes back with the plaintext: the wasm
+  // keeps the plaintext only if that is still this token under the group's current key.
   if (result instanceof Uint8Array) {
-    const plaintext = await openToken(result);
-    result = guarded(() => first_open_fetch(request, env, ctx, plaintext));
+    const sealed = result;
+    const plaintext = await openToken(sealed);
+    result = guarded(() => first_open_fetch(request, env, ctx, sealed, plaintext));
   }
   result = answered(key, request, result);
   const after = first_after();

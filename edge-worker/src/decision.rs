@@ -9,7 +9,10 @@
 use kv_model::{DomainRecord, GroupRecord, GroupSettings, LinkRecord, Preview};
 use std::cell::{Cell, OnceCell, RefCell};
 
-use shared_crypto::{Blocklist, GroupKey, Payload, Sealed, TokenCipher, TokenError, extract_host};
+use shared_crypto::{
+    Blocklist, GroupKey, KEY_LEN, Payload, Sealed, TokenCipher, TokenError, extract_host,
+};
+use subtle::ConstantTimeEq;
 
 use crate::bounded::BoundedMap;
 use crate::forward_query::forward_query;
@@ -99,16 +102,6 @@ impl Group {
         })
     }
 
-    /// The group key, for another implementation of AES-GCM to open a token with ([`Group::remember_opened`]).
-    pub fn key(&self) -> &GroupKey {
-        &self.key
-    }
-
-    /// Which record of its group this is: a new record (a reload, a rotated key) has another serial.
-    pub fn serial(&self) -> u64 {
-        self.serial
-    }
-
     /// The redirect URL of `token` at `now_seconds`, as [`TokenCipher::evaluate`] gives it, decrypting the token
     /// only the first time this group sees it (while the memo keeps it).
     pub fn evaluate<B: Blocklist + ?Sized>(
@@ -137,13 +130,45 @@ impl Group {
         redirect
     }
 
-    /// Keeps `plaintext`, `token` as another implementation of AES-GCM opened it under [`Group::key`] (WebCrypto's,
-    /// on a new isolate's first visit: `shell::fast`), in the memo as this group's, so that [`Group::evaluate`]
-    /// decrypts it no more. A plaintext whose payload does not read is not kept: `evaluate` then opens the token
-    /// itself and gives the error it gives for any such token.
-    pub fn remember_opened(&self, token: &str, plaintext: &[u8]) {
-        if let Ok(payload) = payload_of(plaintext) {
-            self.keep_opened(token, payload);
+    /// What another implementation of AES-GCM needs to open `token` under this record's key (WebCrypto's, on a
+    /// visit through the first-visit path: `shell::fast`): the key (32 bytes), the IV (12), then the ciphertext and
+    /// its tag. `None` for a token that does not decode, which [`Group::evaluate`] refuses before any decryption.
+    pub fn sealed_for(&self, token: &str) -> Option<Vec<u8>> {
+        let sealed = Sealed::parse(token).ok()?;
+        let (iv, data) = (sealed.iv(), sealed.ciphertext_and_tag());
+        let mut bytes = Vec::with_capacity(KEY_LEN + iv.len() + data.len());
+        bytes.extend_from_slice(self.key.as_bytes());
+        bytes.extend_from_slice(iv);
+        bytes.extend_from_slice(data);
+        Some(bytes)
+    }
+
+    /// Keeps `plaintext`, which another implementation of AES-GCM opened from `sealed`, in the memo as this record's
+    /// opening of `token`, so that [`Group::evaluate`] decrypts it no more; only when `sealed` is what
+    /// [`Group::sealed_for`] gives for `token` under this record's key (the key compared in constant time). What was
+    /// opened under another key (the group's record replaced while WebCrypto worked, a rotated key) or from another
+    /// token is not kept, nor a plaintext whose payload does not read: `evaluate` then opens the token itself, and
+    /// gives the answer it gives any such token. Returns whether it was kept.
+    pub fn remember_opened(&self, token: &str, sealed: &[u8], plaintext: &[u8]) -> bool {
+        let Ok(expected) = Sealed::parse(token) else {
+            return false;
+        };
+        let (iv, data) = (expected.iv(), expected.ciphertext_and_tag());
+        if sealed.len() != KEY_LEN + iv.len() + data.len() {
+            return false;
+        }
+        let (key, rest) = sealed.split_at(KEY_LEN);
+        let (sealed_iv, sealed_data) = rest.split_at(iv.len());
+        let same_key: bool = key.ct_eq(self.key.as_bytes()).into();
+        if !(same_key && sealed_iv == iv && sealed_data == data) {
+            return false;
+        }
+        match payload_of(plaintext) {
+            Ok(payload) => {
+                self.keep_opened(token, payload);
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -1010,40 +1035,62 @@ mod tests {
         assert_eq!(other.opened_tokens(), 0);
     }
 
-    /// What another AES-GCM opened (WebCrypto's, on a first visit) is the group's own opening: evaluate uses it, and
-    /// a plaintext whose payload does not read is not kept (evaluate then opens the token itself).
+    /// What another AES-GCM opened (WebCrypto's, on a first visit) is the group's own opening, when it was opened from
+    /// what `sealed_for` gives for that token under that record's key: evaluate uses it; anything else is not kept
+    /// (evaluate then opens the token itself).
     #[test]
     fn a_token_opened_elsewhere_is_kept_as_the_groups() {
         let g = group(GroupSettings::default());
         let none = DomainBlocklist::default();
         let t = token(&Payload::new("https://dest.example/a"));
-        g.remember_opened(&t, b"{\"destination_url\":\"not json");
+        let sealed = g.sealed_for(&t).unwrap();
+        assert_eq!(&sealed[..32], key().as_bytes());
+        assert_eq!(sealed.len(), 32 + raw_len(&t) - 1);
+        assert_eq!(g.sealed_for("not-a-token"), None);
+        let b = br#"{"destination_url":"https://dest.example/b","expires_at":null}"#;
+        // Opened under another record's key (the group's record replaced, its key rotated, while WebCrypto worked).
+        let rotated = Group::from_record(GroupRecord::new(
+            GroupKey::from_bytes([6; 32]).to_base64url(),
+            GroupSettings::default(),
+        ))
+        .unwrap();
+        assert!(!g.remember_opened(&t, &rotated.sealed_for(&t).unwrap(), b));
+        // Another token's bytes, a cut or a longer copy, a payload that does not read: none kept.
+        let other = token(&Payload::new("https://dest.example/other"));
+        assert!(!g.remember_opened(&t, &g.sealed_for(&other).unwrap(), b));
+        assert!(!g.remember_opened(&t, &sealed[..sealed.len() - 1], b));
+        assert!(!g.remember_opened(&t, &[&sealed[..], &[0]].concat(), b));
+        assert!(!g.remember_opened(&t, &sealed, b"{\"destination_url\":\"not json"));
+        assert!(!g.remember_opened("not-a-token", &sealed, b));
         assert_eq!(g.opened_tokens(), 0);
         // Taken as given: the memo's payload, not the token's own, is what evaluate reads from now on.
-        g.remember_opened(
-            &t,
-            br#"{"destination_url":"https://dest.example/b","expires_at":null}"#,
-        );
+        assert!(g.remember_opened(&t, &sealed, b));
         assert_eq!(g.opened_tokens(), 1);
         assert_eq!(g.opened_expiry(&t), Some(None));
         assert_eq!(
             g.evaluate(&t, NOW, &none).as_deref(),
             Ok("https://dest.example/b")
         );
-        // Kept under this record of the group only.
-        assert_eq!(group(GroupSettings::default()).opened_expiry(&t), None);
+        // Kept under this record of the group only: a new record with the same key opens the token itself.
+        let reloaded = group(GroupSettings::default());
+        assert_eq!(reloaded.opened_expiry(&t), None);
+        assert_eq!(
+            reloaded.evaluate(&t, NOW, &none).as_deref(),
+            Ok("https://dest.example/a")
+        );
         // A payload the scanner leaves to serde_json reads the same way.
         let u = token(&Payload::new("https://dest.example/c"));
-        g.remember_opened(
-            &u,
-            br#"{"destination_url":"https:\/\/dest.example\/d","x":[1]}"#,
-        );
+        let escaped = br#"{"destination_url":"https:\/\/dest.example\/d","x":[1]}"#;
+        assert!(g.remember_opened(&u, &g.sealed_for(&u).unwrap(), escaped));
         assert_eq!(
             g.evaluate(&u, NOW, &none).as_deref(),
             Ok("https://dest.example/d")
         );
-        assert_eq!(g.key().as_bytes(), key().as_bytes());
-        assert_ne!(g.serial(), group(GroupSettings::default()).serial());
+    }
+
+    /// The decoded length of a token: its version byte, IV, ciphertext and tag.
+    fn raw_len(token: &str) -> usize {
+        shared_crypto::base64url::decode(token).unwrap().len()
     }
 
     #[test]

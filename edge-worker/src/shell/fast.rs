@@ -14,7 +14,6 @@ use wasm_bindgen::JsValue;
 use worker::worker_sys::web_sys;
 
 use kv_model::BLOCKLIST_KEY;
-use shared_crypto::{KEY_LEN, Sealed};
 
 use super::records;
 use crate::bounded::BoundedMap;
@@ -246,18 +245,21 @@ fn dynamic(
 pub(super) enum Pass<'a> {
     /// `fetch`: any request.
     Any,
-    /// `first_fetch`: a new isolate's first visit, the records it lacked just read. A dynamic link's token the
-    /// isolate has not opened is handed to the entry module to open with WebCrypto ([`take_open_request`]).
+    /// `first_fetch`: a visit through the first-visit path (a new isolate's first, or any whose records the isolate
+    /// held nothing of), the records it lacked just read. A dynamic link's token the group's record in the isolate
+    /// has not opened is handed to the entry module to open with WebCrypto ([`take_open_request`]).
     First,
-    /// `first_open_fetch`: that visit again, with WebCrypto's plaintext of the token (`None`: it did not open it).
-    /// Never hands a token on again.
-    Opened(Option<&'a [u8]>),
+    /// `first_open_fetch`: that visit again, with what was handed on (`sealed`) and WebCrypto's plaintext of it
+    /// (`None`: it did not open it). Never hands a token on again.
+    Opened {
+        sealed: &'a [u8],
+        plaintext: Option<&'a [u8]>,
+    },
 }
 
 thread_local! {
-    /// The token [`Pass::First`] handed on, and the serial of the group record whose key it went with.
-    static ASKED: RefCell<Option<(String, u64)>> = const { RefCell::new(None) };
-    /// What the entry module gets for it: the key, the IV, the ciphertext and its tag.
+    /// What [`Pass::First`] hands on, from [`answer`] to its caller in the same call: the key, the IV, the
+    /// ciphertext and its tag.
     static OPEN_REQUEST: Cell<Option<Vec<u8>>> = const { Cell::new(None) };
 }
 
@@ -267,37 +269,29 @@ pub(super) fn take_open_request() -> Option<Vec<u8>> {
     OPEN_REQUEST.with(Cell::take)
 }
 
-/// A new isolate's first visit to a dynamic link opens its token with WebCrypto, in the entry module, rather than
-/// with Rust's AES-GCM: the key schedule, the cipher and GHASH (about 15 KB of wasm) would otherwise be compiled
-/// before that visit's answer (BENCHMARKS.md, issue 28), where WebCrypto's is native code already there. Every later
-/// token is Rust's to open, which is faster than a round through WebCrypto's Promises once compiled.
+/// A visit through the first-visit path (a new isolate's first visit above all) opens a dynamic link's token with
+/// WebCrypto, in the entry module, rather than with Rust's AES-GCM: the key schedule, the cipher and GHASH (about
+/// 15 KB of wasm) would otherwise be compiled before that visit's answer (BENCHMARKS.md, issue 28), where
+/// WebCrypto's is native code already there. Other visits' tokens are Rust's to open, which is faster than a round
+/// through WebCrypto's Promises once compiled.
 /// `Pass::First` hands a well-formed `token` on (true: the caller answers with [`take_open_request`]'s bytes; a
 /// malformed one is left to [`decision::Group::evaluate`], which refuses it before any decryption).
-/// `Pass::Opened` keeps WebCrypto's plaintext as the group's opening of `token` when it is that token under this
-/// very record's key (another visit may have asked in between, or the group's record changed: then Rust opens it).
+/// `Pass::Opened` keeps WebCrypto's plaintext as the group's opening of `token` only when what it opened is that
+/// token under this very record's key ([`Group::remember_opened`]): the record may have been replaced while
+/// WebCrypto worked, and then Rust opens the token under the new one.
 fn open_elsewhere(group: &Group, token: &str, pass: Pass<'_>) -> bool {
     match pass {
         Pass::Any => false,
         Pass::First => {
-            let Ok(sealed) = Sealed::parse(token) else {
+            let Some(sealed) = group.sealed_for(token) else {
                 return false;
             };
-            let (iv, data) = (sealed.iv(), sealed.ciphertext_and_tag());
-            let mut bytes = Vec::with_capacity(KEY_LEN + iv.len() + data.len());
-            bytes.extend_from_slice(group.key().as_bytes());
-            bytes.extend_from_slice(iv);
-            bytes.extend_from_slice(data);
-            ASKED.with(|a| a.replace(Some((token.to_owned(), group.serial()))));
-            OPEN_REQUEST.with(|r| r.set(Some(bytes)));
+            OPEN_REQUEST.with(|r| r.set(Some(sealed)));
             true
         }
-        Pass::Opened(plaintext) => {
-            let asked = ASKED.with(RefCell::take);
-            if let (Some((asked, serial)), Some(plaintext)) = (asked, plaintext)
-                && asked == token
-                && serial == group.serial()
-            {
-                group.remember_opened(token, plaintext);
+        Pass::Opened { sealed, plaintext } => {
+            if let Some(plaintext) = plaintext {
+                group.remember_opened(token, sealed, plaintext);
             }
             false
         }

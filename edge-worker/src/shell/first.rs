@@ -66,8 +66,8 @@ pub fn first_store(key: &str, text: Option<String>, read: bool, env: Env) {
 }
 
 /// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy
-/// of the group's settings, else the full path. Never a plan again; for a dynamic link whose token the isolate has
-/// not opened, the token to open with WebCrypto instead (a `Uint8Array`: the group key, 32 bytes, the IV, 12, then
+/// of the group's settings, else the full path. Never a plan again; for a dynamic link whose token the group's
+/// record in the isolate has not opened, the token to open with WebCrypto instead (a `Uint8Array`: the group key, 32 bytes, the IV, 12, then
 /// the ciphertext and its tag), for [`first_open_fetch`].
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export, like `first_store`
@@ -79,17 +79,23 @@ pub fn first_fetch(
     super::answer(req, env, ctx, Pass::First)
 }
 
-/// [`first_fetch`] again, with WebCrypto's plaintext of the token it handed on (`None`: WebCrypto did not open it;
-/// Rust's AES-GCM then does, and gives the same error any such token gets). Never hands a token on again.
+/// [`first_fetch`] again, with what it handed on (`sealed`) and WebCrypto's plaintext of it (`None`: WebCrypto did
+/// not open it; Rust's AES-GCM then does, and gives the same error any such token gets). Never hands a token on
+/// again.
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export, like `first_store`
 pub fn first_open_fetch(
     req: worker::worker_sys::web_sys::Request,
     env: Env,
     ctx: worker::worker_sys::Context,
+    sealed: Vec<u8>,
     plaintext: Option<Vec<u8>>,
 ) -> JsValue {
-    super::answer(req, env, ctx, Pass::Opened(plaintext.as_deref()))
+    let pass = Pass::Opened {
+        sealed: &sealed,
+        plaintext: plaintext.as_deref(),
+    };
+    super::answer(req, env, ctx, pass)
 }
 
 /// The plan of the reads to make after the response [`first_fetch`] just gave (`undefined`: none): the group's own

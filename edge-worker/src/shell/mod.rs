@@ -145,7 +145,7 @@ fn answer(
                 return js_sys::Uint8Array::from(sealed.as_slice()).into();
             }
         }
-        Pass::Opened(_) => {}
+        Pass::Opened { .. } => {}
     }
     full_path(req, env, ctx, now_ms)
 }
