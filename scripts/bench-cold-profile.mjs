@@ -306,8 +306,20 @@ async function perfSample(worker) {
     await new Promise((r) => setTimeout(r, 300));
     perfPid = execSync(`pgrep -P ${process.pid} -x perf || true`).toString().trim().split("\n")[0];
     // perf writes its file on SIGINT; Miniflare's dispose would SIGKILL it first.
+    // perf's workload, workerd: perf leaves it running when it stops, and Miniflare only kills the process it
+    // started (perf), so without this every sample left a workerd behind.
+    const workerdPids = perfPid
+      ? execSync(`pgrep -P ${perfPid} || true`).toString().trim().split("\n").filter(Boolean).map(Number)
+      : [];
     if (perfPid) process.kill(Number(perfPid), "SIGINT");
     for (let i = 0; i < 100 && perfPid && existsSync(`/proc/${perfPid}`); i++) await new Promise((r) => setTimeout(r, 50));
+    for (const pid of workerdPids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
   } finally {
     delete process.env.MINIFLARE_WORKERD_PATH;
     await mf.dispose();
