@@ -100,11 +100,7 @@ pub fn plain_domain(text: &str) -> Option<DomainRecord> {
                 2
             }
             "fallback_url" => {
-                fallback_url = if scan.null() {
-                    None
-                } else {
-                    Some(scan.string()?.to_owned())
-                };
+                fallback_url = scan.string_or_null()?.map(str::to_owned);
                 4
             }
             _ => return None,
@@ -157,11 +153,7 @@ pub fn plain_payload(text: &str) -> Option<Payload> {
                 1
             }
             "back_param" => {
-                payload.back_param = if scan.null() {
-                    None
-                } else {
-                    Some(scan.string()?.to_owned())
-                };
+                payload.back_param = scan.string_or_null()?.map(str::to_owned);
                 2
             }
             "expires_at" => {
@@ -281,6 +273,15 @@ impl<'a> Scan<'a> {
             }
         }
         Some(&self.text[start..self.at - 1])
+    }
+
+    /// A string as [`Scan::string`] reads one, or `null` (`Some(None)`), as serde_json reads an `Option<String>`.
+    fn string_or_null(&mut self) -> Option<Option<&'a str>> {
+        if self.null() {
+            Some(None)
+        } else {
+            self.string().map(Some)
+        }
     }
 
     fn boolean(&mut self) -> Option<bool> {
