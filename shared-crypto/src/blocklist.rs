@@ -1,7 +1,6 @@
 //! The blocked domain list: a listed domain blocks itself and its subdomains, nothing else.
 
 use alloc::borrow::Cow;
-use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -59,10 +58,17 @@ fn domain_covers(domain: &str, host: &str) -> bool {
     host[split..].eq_ignore_ascii_case(domain) && (split == 0 || host[split - 1] == b'.')
 }
 
-/// A blocklist held as a sorted set of normalized domains; a lookup costs one set probe per label of the host.
+/// A blocklist held as a sorted list of normalized domains, each once; a lookup costs one binary search per label of
+/// the host.
+///
+/// A sorted `Vec` rather than a `BTreeSet`: the edge worker builds one from KV's record on a new isolate's first
+/// visit to a dynamic link, and a B-tree's insertion (node splits and all) is several KB of wasm that visit would
+/// compile first; the list the origin publishes is already in order, so building it here is a pass that checks the
+/// order, with a sort only for a list that is not (BENCHMARKS.md, issue 28).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DomainBlocklist {
-    domains: BTreeSet<String>,
+    /// Normalized, non-empty, strictly ascending by bytes.
+    domains: Vec<String>,
 }
 
 impl DomainBlocklist {
@@ -75,13 +81,27 @@ impl DomainBlocklist {
     /// was new; an empty domain is ignored and returns false.
     pub fn insert(&mut self, domain: &str) -> bool {
         let domain = normalize_host(crate::ascii::trim(domain));
-        !domain.is_empty() && self.domains.insert(domain)
+        if domain.is_empty() {
+            return false;
+        }
+        match self.position(&domain) {
+            Ok(_) => false,
+            Err(at) => {
+                self.domains.insert(at, domain);
+                true
+            }
+        }
     }
 
     /// Removes a domain. Returns whether it was listed.
     pub fn remove(&mut self, domain: &str) -> bool {
-        self.domains
-            .remove(&normalize_host(crate::ascii::trim(domain)))
+        match self.position(&normalize_host(crate::ascii::trim(domain))) {
+            Ok(at) => {
+                self.domains.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Number of listed domains.
@@ -98,6 +118,20 @@ impl DomainBlocklist {
     pub fn iter(&self) -> impl Iterator<Item = &str> {
         self.domains.iter().map(String::as_str)
     }
+
+    /// Where `domain` (normalized) is, or where it would go.
+    fn position(&self, domain: &str) -> Result<usize, usize> {
+        self.domains.binary_search_by(|d| d.as_str().cmp(domain))
+    }
+}
+
+/// Puts `domains` in order, each once: for a list that came in another order than the bytes' (the origin's
+/// database may collate otherwise), out of line so that building an ordered one does not carry the sort.
+#[cold]
+#[inline(never)]
+fn sort_and_dedup(domains: &mut Vec<String>) {
+    domains.sort_unstable();
+    domains.dedup();
 }
 
 impl Blocklist for DomainBlocklist {
@@ -113,7 +147,7 @@ impl Blocklist for DomainBlocklist {
             };
         let mut suffix: &str = &host;
         loop {
-            if self.domains.contains(suffix) {
+            if self.position(suffix).is_ok() {
                 return true;
             }
             match find_byte(suffix, b'.') {
@@ -133,9 +167,23 @@ impl<S: AsRef<str>> FromIterator<S> for DomainBlocklist {
 }
 
 impl<S: AsRef<str>> Extend<S> for DomainBlocklist {
+    /// The domains normalized and appended, then put in order once (not one insertion each, which would move the
+    /// list's tail every time).
     fn extend<I: IntoIterator<Item = S>>(&mut self, iter: I) {
+        let before = self.domains.len();
         for domain in iter {
-            self.insert(domain.as_ref());
+            let domain = normalize_host(crate::ascii::trim(domain.as_ref()));
+            if !domain.is_empty() {
+                self.domains.push(domain);
+            }
+        }
+        // Already in order, each once, as the origin publishes it (the usual case): nothing to do. The check
+        // starts at the last domain held before, so that appending to a list checks the seam too.
+        let ordered = self.domains[before.saturating_sub(1)..]
+            .windows(2)
+            .all(|pair| pair[0] < pair[1]);
+        if !ordered {
+            sort_and_dedup(&mut self.domains);
         }
     }
 }
@@ -184,6 +232,63 @@ mod tests {
         let list: &[&str] = &["", "."];
         assert!(!list.is_blocked("anything.example"));
         assert!(!DomainBlocklist::new().is_blocked("anything.example"));
+    }
+
+    /// Whatever the order and repetitions of what it is built from, and however it is built (at once, in parts,
+    /// one insertion at a time), the list holds each normalized domain once, in order, as a set would.
+    #[test]
+    fn any_order_builds_the_same_list() {
+        let inputs: [&[&str]; 5] = [
+            &["b.example", "a.example", "c.example"],
+            &["a.example", "b.example", "c.example"],
+            &[
+                "c.example",
+                "C.example.",
+                "b.example",
+                "a.example",
+                " a.example ",
+                "b.example",
+            ],
+            &["a.example", "a.example", "b.example", "", "c.example"],
+            &["c.example", "b.example", "a.example"],
+        ];
+        for input in inputs {
+            let at_once: DomainBlocklist = input.iter().collect();
+            assert_eq!(
+                at_once.iter().collect::<Vec<_>>(),
+                ["a.example", "b.example", "c.example"],
+                "{input:?}"
+            );
+            let mut in_parts: DomainBlocklist = input[..input.len() / 2].iter().collect();
+            in_parts.extend(&input[input.len() / 2..]);
+            assert_eq!(in_parts, at_once, "{input:?}");
+            let mut one_by_one = DomainBlocklist::new();
+            for domain in input {
+                one_by_one.insert(domain);
+            }
+            assert_eq!(one_by_one, at_once, "{input:?}");
+            check_lookups(&at_once);
+        }
+        // Appending something smaller than what is held is noticed at the seam.
+        let mut list: DomainBlocklist = ["m.example"].into_iter().collect();
+        list.extend(["b.example", "z.example"]);
+        assert_eq!(
+            list.iter().collect::<Vec<_>>(),
+            ["b.example", "m.example", "z.example"]
+        );
+        assert!(!list.insert("B.example"));
+        assert!(list.remove("m.example."));
+        assert!(!list.remove("m.example"));
+        assert_eq!(list.len(), 2);
+    }
+
+    fn check_lookups(list: &DomainBlocklist) {
+        for host in ["a.example", "www.b.example", "C.EXAMPLE."] {
+            assert!(list.is_blocked(host), "{host}");
+        }
+        for host in ["example", "d.example", "aa.example", "a.example.net"] {
+            assert!(!list.is_blocked(host), "{host}");
+        }
     }
 
     #[test]

@@ -130,3 +130,26 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A `DomainBlocklist` holds what a set of the normalized, non-empty domains would, in order, however the list
+    /// came (any order, repetitions, case, trailing dots, blank entries), and blocks what a plain scan of the same
+    /// list blocks.
+    #[test]
+    fn a_domain_blocklist_is_its_domains_as_a_set(
+        domains in prop::collection::vec("[ab.]{0,4}[A-B]?\\.?", 0..12),
+        hosts in prop::collection::vec("[ab.]{0,6}", 0..8),
+    ) {
+        use shared_crypto::Blocklist as _;
+        let list: DomainBlocklist = domains.iter().collect();
+        let set: std::collections::BTreeSet<String> = domains
+            .iter()
+            .map(|d| shared_crypto::normalize_host(d.trim()))
+            .filter(|d| !d.is_empty())
+            .collect();
+        prop_assert_eq!(list.iter().collect::<Vec<_>>(), set.iter().map(String::as_str).collect::<Vec<_>>());
+        for host in &hosts {
+            prop_assert_eq!(list.is_blocked(host), domains.is_blocked(host), "{}", host);
+        }
+    }
+}

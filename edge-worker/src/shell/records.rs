@@ -316,7 +316,17 @@ fn wrap_group(text: Option<String>) -> Cached {
 /// else by serde_json.
 fn parse<T: DeserializeOwned>(text: Option<String>, plain: fn(&str) -> Option<T>) -> Option<T> {
     let text = text?;
-    plain(&text).or_else(|| json_record::parse(&text).ok())
+    plain(&text).or_else(|| by_serde(&text))
+}
+
+/// [`parse`]'s way for a record the scanner did not read, out of line: inlined, each record type's serde visitor
+/// and serde_json's error handling would be part of the function that wraps it (`wrap_domain` and the others), and
+/// a new isolate's first request would compile them with it, though the origin's records never take this way
+/// (BENCHMARKS.md, issue 28).
+#[cold]
+#[inline(never)]
+fn by_serde<T: DeserializeOwned>(text: &str) -> Option<T> {
+    json_record::parse(text).ok()
 }
 
 /// What the isolate cache holds for `key` right now, without I/O, and until when (UNIX ms) it stays so: only a
