@@ -18,6 +18,9 @@ use std::rc::Rc;
 
 use crate::hashing::{self, Keyed};
 
+/// The entries a map has room for before its table first grows; 16 entries cost about 1 KB per map.
+const FIRST_SLOTS: usize = 16;
+
 /// What each entry costs besides its key and its value's estimate: the map's slot, the queue's, the `Rc`'s
 /// counts, allocator headers. An estimate, on the high side.
 pub const ENTRY_OVERHEAD_BYTES: usize = 96;
@@ -41,11 +44,13 @@ pub struct BoundedMap {
 }
 
 impl BoundedMap {
-    /// An empty map that holds at most `budget` bytes (estimated).
+    /// An empty map that holds at most `budget` bytes (estimated), made with room for its first entries: a new
+    /// isolate's first visit to a dynamic link keeps its group's record and its token's opening in such maps, and
+    /// growing an empty table is code it would otherwise compile for that ([`crate::cache::FIRST_SLOTS`] says more).
     pub fn new(budget: usize) -> Self {
         BoundedMap {
-            entries: HashMap::with_hasher(hashing::keyed()),
-            order: VecDeque::new(),
+            entries: HashMap::with_capacity_and_hasher(FIRST_SLOTS, hashing::keyed()),
+            order: VecDeque::with_capacity(FIRST_SLOTS),
             bytes: 0,
             budget,
         }

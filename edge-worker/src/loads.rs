@@ -73,7 +73,9 @@ impl Loads {
         }
     }
 
-    /// The number of the load of `key` under way, if one started less than [`JOIN_TIMEOUT_MS`] before `now_ms`.
+    /// The number of the load of `key` under way, if one started less than [`JOIN_TIMEOUT_MS`] before `now_ms`. Out
+    /// of line: a new isolate's first visit calls it from several places, and each inlined copy is wasm it compiles.
+    #[inline(never)]
     pub fn under_way(&self, key: &str, now_ms: u64) -> Option<u64> {
         self.under_way
             .get(key)

@@ -65,7 +65,7 @@ impl Destination {
     }
 
     pub(crate) fn parse_owned(url: String) -> Result<Self, DestinationError> {
-        if url.chars().any(char::is_control) {
+        if has_control(&url) {
             // Browsers silently drop tabs and newlines, which could reassemble a blocked host.
             return Err(DestinationError::Invalid("control character"));
         }
@@ -133,18 +133,35 @@ pub fn upgrade_http(url: &str) -> Cow<'_, str> {
     }
 }
 
+/// Whether `text` holds a control character (`char::is_control`: U+0000–U+001F, U+007F–U+009F), read by bytes:
+/// the first two ranges are single bytes, the third is `0xC2` then `0x80`–`0x9F` in UTF-8 (and `0xC2` is only ever
+/// a lead byte). Decoding each `char` is code a new isolate's first visit would compile (crate::ascii says why).
+fn has_control(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| {
+        b < 0x20
+            || b == 0x7f
+            || (b == 0xc2 && bytes.get(i + 1).is_some_and(|n| (0x80..0xa0).contains(n)))
+    })
+}
+
 /// Appends `back_param` to the query of `url`, before any `#fragment`.
 ///
 /// Leading `?` and `&` on `back_param` are stripped; an empty `back_param` leaves `url` unchanged. The separator
 /// is `?` when `url` has no query, `&` when it has one, and nothing when `url` (before the fragment) already ends
 /// with `?` or `&`. The result must still pass the destination rules: check the final URL, not the parts.
 pub fn append_back_param(url: &str, back_param: &str) -> String {
-    let back_param = back_param.trim_start_matches(['?', '&']);
+    // By bytes, not `trim_start_matches`/`ends_with` with `char` patterns: crate::ascii says why.
+    let skip = back_param
+        .bytes()
+        .position(|b| b != b'?' && b != b'&')
+        .unwrap_or(back_param.len());
+    let back_param = &back_param[skip..];
     if back_param.is_empty() {
         return String::from(url);
     }
     let (base, fragment) = url.split_at(find_byte(url, b'#').unwrap_or(url.len()));
-    let separator = if base.ends_with(['?', '&']) {
+    let separator = if matches!(base.as_bytes().last(), Some(b'?' | b'&')) {
         ""
     } else if find_byte(base, b'?').is_some() {
         "&"
@@ -263,7 +280,43 @@ pub(crate) fn resolve_dynamic<B: Blocklist + ?Sized>(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// `append_back_param` as it read with `char` patterns, before it read bytes.
+    fn append_by_chars(url: &str, back_param: &str) -> String {
+        let back_param = back_param.trim_start_matches(['?', '&']);
+        if back_param.is_empty() {
+            return String::from(url);
+        }
+        let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
+        let separator = if base.ends_with(['?', '&']) {
+            ""
+        } else if base.contains('?') {
+            "&"
+        } else {
+            "?"
+        };
+        format!("{base}{separator}{back_param}{fragment}")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// The byte reading finds a control character exactly where `char::is_control` does, the C1 range
+        /// (`U+0080`–`U+009F`, two bytes each) and its neighbours included.
+        #[test]
+        fn control_characters_by_bytes(text in "[a\\x00-\\x20\\x7e-\\u{a1}\\u{100}\\u{2028}\\u{c280}é]{0,12}") {
+            prop_assert_eq!(has_control(&text), text.chars().any(char::is_control), "{:?}", text);
+        }
+
+        /// Appending by bytes gives what appending by `char` patterns gave.
+        #[test]
+        fn back_param_by_bytes(url in "[a?&#é/]{0,10}", back in "[?&a=é#]{0,8}") {
+            prop_assert_eq!(append_back_param(&url, &back), append_by_chars(&url, &back));
+        }
+    }
 
     const BLOCKED: &[&str] = &["blocked.example.net"];
 

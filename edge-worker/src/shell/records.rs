@@ -375,7 +375,9 @@ pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)>
 
 /// Whether the isolate holds nothing of `key` that a request could use or wait for: caching is on, the cache has no
 /// live entry for it and no load of it is under way. The first-visit path ([`super::first`]) reads such a key
-/// itself, and only such a key: an entry near expiry or a load under way is the full path's to handle.
+/// itself, and only such a key: an entry near expiry or a load under way is the full path's to handle. Out of line:
+/// inlined into the first-visit plan's filter, it would be a second copy that a first visit compiles as well.
+#[inline(never)]
 pub(super) fn untouched(key: &str, now_ms: u64) -> bool {
     CACHE.with(|c| {
         let cache = c.borrow();
