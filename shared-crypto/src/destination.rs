@@ -176,6 +176,41 @@ pub fn append_back_param(url: &str, back_param: &str) -> String {
     out
 }
 
+/// A bracketed IPv6 host and its port, if any, from `host_port` (which starts with `[`). Out of line, like
+/// [`check_port`]: a new isolate's first redirect compiles [`extract_host`] whole, and few destinations take either.
+#[inline(never)]
+fn ipv6_host(host_port: &str) -> Result<(&str, Option<&str>), DestinationError> {
+    let end =
+        find_byte(host_port, b']').ok_or(DestinationError::Invalid("unterminated IPv6 host"))?;
+    let (host, after) = host_port.split_at(end + 1);
+    let inner = &host[1..host.len() - 1];
+    if inner.is_empty()
+        || !inner
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+    {
+        return Err(DestinationError::Invalid("bad IPv6 host"));
+    }
+    match after {
+        "" => Ok((host, None)),
+        _ => match after.strip_prefix(':') {
+            Some(port) => Ok((host, Some(port))),
+            None => Err(DestinationError::Invalid("bad port")),
+        },
+    }
+}
+
+/// An empty port means the default (`https://host:/` is valid); otherwise digits within `u16`.
+#[inline(never)]
+fn check_port(port: &str) -> Result<(), DestinationError> {
+    if !port.is_empty()
+        && (!port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err())
+    {
+        return Err(DestinationError::Invalid("bad port"));
+    }
+    Ok(())
+}
+
 /// The host of a `scheme://authority...` URL, as written (not normalized; IPv6 literals keep their brackets).
 ///
 /// The authority ends at the first `/`, `?`, `#` or `\` (browsers treat `\` as `/` in http(s) URLs); userinfo is
@@ -201,24 +236,7 @@ pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
         None => authority,
     };
     let (host, port) = if host_port.starts_with('[') {
-        let end = find_byte(host_port, b']')
-            .ok_or(DestinationError::Invalid("unterminated IPv6 host"))?;
-        let (host, after) = host_port.split_at(end + 1);
-        let inner = &host[1..host.len() - 1];
-        if inner.is_empty()
-            || !inner
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
-        {
-            return Err(DestinationError::Invalid("bad IPv6 host"));
-        }
-        match after {
-            "" => (host, None),
-            _ => match after.strip_prefix(':') {
-                Some(port) => (host, Some(port)),
-                None => return Err(DestinationError::Invalid("bad port")),
-            },
-        }
+        ipv6_host(host_port)?
     } else {
         match split_once_byte(host_port, b':') {
             Some((host, port)) => (host, Some(port)),
@@ -226,12 +244,7 @@ pub fn extract_host(url: &str) -> Result<&str, DestinationError> {
         }
     };
     if let Some(port) = port {
-        // An empty port means the default (https://host:/ is valid); otherwise digits within u16.
-        if !port.is_empty()
-            && (!port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err())
-        {
-            return Err(DestinationError::Invalid("bad port"));
-        }
+        check_port(port)?;
     }
     if host.is_empty() {
         return Err(DestinationError::Invalid("missing host"));
