@@ -19,7 +19,7 @@ use super::records;
 use crate::bounded::BoundedMap;
 use crate::config;
 use crate::decision::{self, Decision, Group, LinkGroup, Outcome};
-use crate::reply::{Page, Reply, reply};
+use crate::reply::{self, Reply};
 use crate::route::{self, Route};
 use crate::smart;
 use crate::visitor::Visitor;
@@ -45,11 +45,10 @@ pub(super) fn answer(
     ANSWER_VARY.with(|v| v.set(0));
     READ_AFTER.with(|r| r.take());
     let method = req.method();
-    let head = match method.as_str() {
-        "GET" => false,
-        "HEAD" => true,
-        _ => return None,
-    };
+    // A redirect is the same for both: no body.
+    if !matches!(method.as_str(), "GET" | "HEAD") {
+        return None;
+    }
     let url = req.url();
     let (authority, path, query) = route::split_url(&url);
     let host = req
@@ -72,9 +71,9 @@ pub(super) fn answer(
             // A new isolate's first visit has no init kept and keeps none: its redirect is built without the map,
             // whose lookup (hashing, probing) it would otherwise compile.
             let response = if first {
-                new_redirect(url, decision.status, head)?.0
+                new_redirect(url, decision.status)?.0
             } else {
-                redirect(url, decision.status, head, keep)?
+                redirect(url, decision.status, keep)?
             };
             // Told to the entry module only with the redirect: a request that goes on to the full path has its
             // records read there.
@@ -368,7 +367,7 @@ thread_local! {
 /// The redirect to `location` with `status`, built from the kept `init` for it, or from a new one that is then kept
 /// if `keep`. A 302 is kept under its location alone (most are), any other status under `<status> <location>`: a
 /// location never starts with a digit and a space.
-fn redirect(location: String, status: u16, head: bool, keep: bool) -> Option<web_sys::Response> {
+fn redirect(location: String, status: u16, keep: bool) -> Option<web_sys::Response> {
     let key = if status == 302 {
         location
     } else {
@@ -384,7 +383,7 @@ fn redirect(location: String, status: u16, head: bool, keep: bool) -> Option<web
         } else {
             key[4..].to_owned()
         };
-        let (response, init, header_bytes) = new_redirect(location, status, head)?;
+        let (response, init, header_bytes) = new_redirect(location, status)?;
         if keep {
             // The key is charged by the map; the init holds a copy of every header (the location among them).
             kept.insert(&key, init, header_bytes + INIT_OVERHEAD_BYTES);
@@ -397,9 +396,8 @@ fn redirect(location: String, status: u16, head: bool, keep: bool) -> Option<web
 fn new_redirect(
     location: String,
     status: u16,
-    head: bool,
 ) -> Option<(web_sys::Response, web_sys::ResponseInit, usize)> {
-    let reply = reply(&Page::Destination(location, status), head);
+    let reply = reply::redirect(location, status, false);
     let init = init_for(&reply)?;
     let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok()?;
     let header_bytes = reply.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
