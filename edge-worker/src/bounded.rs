@@ -86,7 +86,16 @@ impl BoundedMap {
             self.entries.insert(key, Slot { value, bytes });
             self.bytes += bytes;
         }
-        // The oldest first, until within the budget (the entry just stored fits alone, so it stays).
+        if self.bytes > self.budget {
+            self.evict();
+        }
+        true
+    }
+
+    /// The oldest entries go, until the map is within its budget (the entry just stored fits alone, so it stays).
+    /// Out of line: a map fills up long after a new isolate's first visit, which compiles [`Self::insert`] whole.
+    #[inline(never)]
+    fn evict(&mut self) {
         while self.bytes > self.budget {
             let Some(oldest) = self.order.pop_front() else {
                 break;
@@ -95,7 +104,6 @@ impl BoundedMap {
                 self.bytes -= slot.bytes;
             }
         }
-        true
     }
 
     /// Forgets everything.
