@@ -93,7 +93,7 @@ impl BoundedMap {
     }
 
     /// The oldest entries go, until the map is within its budget (the entry just stored fits alone, so it stays).
-    /// Out of line: a map fills up long after a new isolate's first visit, which compiles [`Self::insert`] whole.
+    /// Out of line: a map fills up long after a new isolate's first visit, which compiles `insert_any` whole.
     #[inline(never)]
     fn evict(&mut self) {
         while self.bytes > self.budget {

@@ -16,7 +16,9 @@ pub const X_ROBOTS_TAG: &str = "noindex, nofollow";
 /// What a request ends with, fallback URLs resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Page {
-    /// A redirect to a link's destination, with its status (302 unless the link chose 301, 307 or 308).
+    /// A redirect to a link's destination, with its status: 302 unless the link's owner chose 301, 307 or 308
+    /// (issue 25's `redirect_status`; a permanent redirect would be cached by browsers and outlive a paused link,
+    /// which is the owner's to accept, never the default).
     Destination(String, u16),
     /// `302` to a fallback (the domain's, the group's access fallback or the default).
     Fallback(String),
@@ -96,8 +98,6 @@ pub fn redirect(location: String, status: u16, noindex: bool) -> Reply {
     if noindex {
         headers.push(("X-Robots-Tag", X_ROBOTS_TAG.into()));
     }
-    // 302 unless the link's owner chose otherwise (issue 25's `redirect_status`): a permanent redirect would be
-    // cached by browsers and outlive a paused link, which is theirs to accept, never the default.
     Reply {
         status,
         headers,

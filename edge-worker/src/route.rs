@@ -190,7 +190,8 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
         /// A query read as it is when nothing in it is encoded gives what decoding it would, pairs empty, repeated,
-        /// without a value or with several `=` included; so does one with `%` or `+`, which is decoded.
+        /// without a value or with several `=` included. (One with `%` or `+` is decoded by form_urlencoded, as
+        /// the reference is: generated too, so that the choice between the two ways is tested.)
         #[test]
         fn the_signature_is_what_decoding_gives(
             pairs in prop::collection::vec(

@@ -78,7 +78,8 @@ impl DomainBlocklist {
     }
 
     /// Adds a domain (normalized: ASCII whitespace trimmed, lowercased, trailing dots removed). Returns whether it
-    /// was new; an empty domain is ignored and returns false.
+    /// was new; an empty domain is ignored and returns false. Moves the domains after it: to build a list, collect
+    /// or extend, which puts it in order once.
     pub fn insert(&mut self, domain: &str) -> bool {
         let domain = normalize_host(crate::ascii::trim(domain));
         if domain.is_empty() {
@@ -93,7 +94,7 @@ impl DomainBlocklist {
         }
     }
 
-    /// Removes a domain. Returns whether it was listed.
+    /// Removes a domain (moving the domains after it). Returns whether it was listed.
     pub fn remove(&mut self, domain: &str) -> bool {
         match self.position(&normalize_host(crate::ascii::trim(domain))) {
             Ok(at) => {

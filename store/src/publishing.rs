@@ -163,13 +163,17 @@ impl Db {
             v.map_err(|e| StoreError::Internal(format!("cannot serialize KV record: {e}")))
         };
         if key == BLOCKLIST_KEY {
-            let rows = sqlx::query("SELECT domain FROM blocked_domains ORDER BY domain")
+            let rows = sqlx::query("SELECT domain FROM blocked_domains")
                 .fetch_all(&self.read)
                 .await?;
-            let domains = rows
+            let mut domains = rows
                 .iter()
                 .map(|r| r.try_get("domain"))
                 .collect::<Result<Vec<String>, _>>()?;
+            // In byte order, whatever the database's collation (PostgreSQL's locale may sort `-` and `.` apart from
+            // their bytes): the edge builds its blocklist with a check of that order, and sorts only a list out of
+            // it (shared_crypto::DomainBlocklist).
+            domains.sort_unstable();
             return json(serde_json::to_string(&BlocklistRecord::new(domains))).map(Some);
         }
         if let Some(id) = key.strip_prefix("group:") {
