@@ -29,6 +29,7 @@ import {
   first_after,
   first_fetch,
   first_open_fetch,
+  first_settle,
   first_store,
   on_records_change,
   queue as wasmQueue,
@@ -158,8 +159,8 @@ async function firstVisit(request, env, ctx, key, plan) {
   let result = guarded(() => first_fetch(request, env, ctx));
   // A dynamic link's token the group's record has not opened, handed on: opened with WebCrypto, whose AES-GCM is
   // native code already there, rather than by the wasm's, which a new isolate would compile first (about 15 KB of
-  // it; edge-worker/src/shell/fast.rs, `open_elsewhere`). What was handed on goes back with the plaintext: the wasm
-  // keeps the plaintext only if that is still this token under the group's current key.
+  // it; edge-worker/src/shell/fast.rs, `hand_on`). What was handed on goes back with the plaintext: the wasm decides
+  // from the plaintext only if that is still this token under the group's current key.
   if (result instanceof Uint8Array) {
     const sealed = result;
     const plaintext = await openToken(sealed);
@@ -167,7 +168,16 @@ async function firstVisit(request, env, ctx, key, plan) {
   }
   result = answered(key, request, result);
   const after = first_after();
-  if (after !== undefined) ctx.waitUntil(readPlan(env, after).then((read) => storeRead(read, env)));
+  if (after !== undefined) {
+    // What the wasm leaves for after a response (edge-worker/src/shell/settle.rs) is done by its next `fetch`; these
+    // reads come after the response, so it is done now.
+    ctx.waitUntil(
+      readPlan(env, after).then((read) => {
+        storeRead(read, env);
+        guarded(first_settle);
+      }),
+    );
+  }
   return result;
 }
 

@@ -78,7 +78,7 @@ pub struct Group {
     /// The group key (its `Debug` is redacted).
     key: GroupKey,
     /// The AES-256-GCM cipher under the key, built when this group first decrypts a token itself: a new isolate's
-    /// first visit opens its token with WebCrypto ([`Group::remember_opened`]), and compiles no key schedule.
+    /// first visit opens its token with WebCrypto ([`Group::opened_payload`]), and compiles no key schedule.
     cipher: OnceCell<TokenCipher>,
     /// The group's settings.
     pub settings: GroupSettings,
@@ -143,36 +143,30 @@ impl Group {
         Some(bytes)
     }
 
-    /// Keeps `plaintext`, which another implementation of AES-GCM opened from `sealed`, in the memo as this record's
-    /// opening of `token`, so that [`Group::evaluate`] decrypts it no more; only when `sealed` is what
-    /// [`Group::sealed_for`] gives for `token` under this record's key (the key compared in constant time). What was
-    /// opened under another key (the group's record replaced while WebCrypto worked, a rotated key) or from another
-    /// token is not kept, nor a plaintext whose payload does not read: `evaluate` then opens the token itself, and
-    /// gives the answer it gives any such token. Returns whether it was kept.
-    pub fn remember_opened(&self, token: &str, sealed: &[u8], plaintext: &[u8]) -> bool {
-        let Some(expected) = self.sealed_for(token) else {
-            return false;
-        };
+    /// The payload of `plaintext`, which another implementation of AES-GCM opened from `sealed`, as this record's
+    /// opening of `token`: only when `sealed` is what [`Group::sealed_for`] gives for `token` under this record's
+    /// key (the key compared in constant time). What was opened under another key (the group's record replaced
+    /// while WebCrypto worked, a rotated key) or from another token gives `None`, as does a plaintext whose payload
+    /// does not read: [`Group::evaluate`] then opens the token itself, and gives the answer it gives any such token.
+    /// Not kept in the memo: [`Group::keep_opened`] does that, after the response on a first visit.
+    pub fn opened_payload(&self, token: &str, sealed: &[u8], plaintext: &[u8]) -> Option<Payload> {
+        let expected = self.sealed_for(token)?;
         if sealed.len() != expected.len() {
-            return false;
+            return None;
         }
         // The key in constant time; the IV, ciphertext and tag are the visitor's own token.
         let ((key, rest), (expected_key, expected_rest)) =
             (sealed.split_at(KEY_LEN), expected.split_at(KEY_LEN));
         let same_key: bool = key.ct_eq(expected_key).into();
         if !(same_key && rest == expected_rest) {
-            return false;
+            return None;
         }
-        match payload_of(plaintext) {
-            Ok(payload) => {
-                self.keep_opened(token, payload);
-                true
-            }
-            Err(_) => false,
-        }
+        payload_of(plaintext).ok()
     }
 
-    fn keep_opened(&self, token: &str, payload: Payload) {
+    /// Keeps `payload` in the memo as this record's opening of `token`, so that [`Group::evaluate`] decrypts it no
+    /// more. Only for a payload this record opened: [`Group::evaluate`]'s own, or [`Group::opened_payload`]'s.
+    pub fn keep_opened(&self, token: &str, payload: Payload) {
         let bytes = std::mem::size_of::<Opened>()
             + payload.destination_url.len()
             + payload.back_param.as_ref().map_or(0, String::len);
@@ -459,6 +453,47 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
     visitor: &Visitor,
     now_seconds: i64,
 ) -> Decision {
+    dynamic_by(
+        domain,
+        group,
+        token,
+        blocklist,
+        visitor,
+        |group, token, blocklist| group.evaluate(token, now_seconds, blocklist),
+    )
+}
+
+/// [`decide_dynamic`] for a token whose `payload` is already opened: WebCrypto's on a first visit, checked as this
+/// group's opening of `token` ([`Group::opened_payload`]). The same decision, without the memo: a new isolate's
+/// first visit compiles neither its write nor Rust's AES-GCM before the answer (the memo is written after it).
+pub fn decide_dynamic_opened<B: Blocklist + ?Sized>(
+    domain: Option<&DomainRecord>,
+    group: Option<&Group>,
+    token: &str,
+    payload: &Payload,
+    blocklist: Option<&B>,
+    visitor: &Visitor,
+    now_seconds: i64,
+) -> Decision {
+    dynamic_by(
+        domain,
+        group,
+        Some(token),
+        blocklist,
+        visitor,
+        |_, _, blocklist| payload.redirect_url(now_seconds, blocklist),
+    )
+}
+
+/// [`decide_dynamic`]'s order, with the token's redirect URL from `redirect_of`.
+fn dynamic_by<B: Blocklist + ?Sized>(
+    domain: Option<&DomainRecord>,
+    group: Option<&Group>,
+    token: Option<&str>,
+    blocklist: Option<&B>,
+    visitor: &Visitor,
+    redirect_of: impl FnOnce(&Group, &str, &B) -> Result<String, TokenError>,
+) -> Decision {
     if !domain.is_some_and(|d| d.enabled) {
         return Decision::fallback(FallbackReason::DomainNotServing);
     }
@@ -471,7 +506,7 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
     let Some(blocklist) = blocklist else {
         return Decision::fallback(FallbackReason::Unavailable);
     };
-    let redirect = match group.evaluate(token, now_seconds, blocklist) {
+    let redirect = match redirect_of(group, token, blocklist) {
         Ok(url) => url,
         Err(e) => return Decision::fallback(FallbackReason::Token(e.reason())),
     };
@@ -1049,10 +1084,10 @@ mod tests {
     }
 
     /// What another AES-GCM opened (WebCrypto's, on a first visit) is the group's own opening, when it was opened from
-    /// what `sealed_for` gives for that token under that record's key: evaluate uses it; anything else is not kept
-    /// (evaluate then opens the token itself).
+    /// what `sealed_for` gives for that token under that record's key: its payload decides, and, kept, evaluate uses
+    /// it; anything else gives no payload (evaluate then opens the token itself).
     #[test]
-    fn a_token_opened_elsewhere_is_kept_as_the_groups() {
+    fn a_token_opened_elsewhere_is_the_groups_opening() {
         let g = group(GroupSettings::default());
         let none = DomainBlocklist::default();
         let t = token(&Payload::new("https://dest.example/a"));
@@ -1067,19 +1102,29 @@ mod tests {
             GroupSettings::default(),
         ))
         .unwrap();
-        assert!(!g.remember_opened(&t, &rotated.sealed_for(&t).unwrap(), b));
-        // Another token's bytes, a cut or a longer copy, a payload that does not read: none kept.
+        assert_eq!(
+            g.opened_payload(&t, &rotated.sealed_for(&t).unwrap(), b),
+            None
+        );
+        // Another token's bytes, a cut or a longer copy, a payload that does not read: no payload.
         let other = token(&Payload::new("https://dest.example/other"));
-        assert!(!g.remember_opened(&t, &g.sealed_for(&other).unwrap(), b));
-        assert!(!g.remember_opened(&t, &sealed[..sealed.len() - 1], b));
-        assert!(!g.remember_opened(&t, &[&sealed[..], &[0]].concat(), b));
-        assert!(!g.remember_opened(&t, &sealed, b"{\"destination_url\":\"not json"));
-        assert!(!g.remember_opened("not-a-token", &sealed, b));
+        assert_eq!(
+            g.opened_payload(&t, &g.sealed_for(&other).unwrap(), b),
+            None
+        );
+        assert_eq!(g.opened_payload(&t, &sealed[..sealed.len() - 1], b), None);
+        assert_eq!(g.opened_payload(&t, &[&sealed[..], &[0]].concat(), b), None);
+        let not_json = b"{\"destination_url\":\"not json";
+        assert_eq!(g.opened_payload(&t, &sealed, not_json), None);
+        assert_eq!(g.opened_payload("not-a-token", &sealed, b), None);
+        // Taken as given, and not kept until told.
+        let payload = g.opened_payload(&t, &sealed, b).unwrap();
+        assert_eq!(payload.destination_url, "https://dest.example/b");
         assert_eq!(g.opened_tokens(), 0);
-        // Taken as given: the memo's payload, not the token's own, is what evaluate reads from now on.
-        assert!(g.remember_opened(&t, &sealed, b));
+        g.keep_opened(&t, payload);
         assert_eq!(g.opened_tokens(), 1);
         assert_eq!(g.opened_expiry(&t), Some(None));
+        // The memo's payload, not the token's own, is what evaluate reads from now on.
         assert_eq!(
             g.evaluate(&t, NOW, &none).as_deref(),
             Ok("https://dest.example/b")
@@ -1094,11 +1139,54 @@ mod tests {
         // A payload the scanner leaves to serde_json reads the same way.
         let u = token(&Payload::new("https://dest.example/c"));
         let escaped = br#"{"destination_url":"https:\/\/dest.example\/d","x":[1]}"#;
-        assert!(g.remember_opened(&u, &g.sealed_for(&u).unwrap(), escaped));
-        assert_eq!(
-            g.evaluate(&u, NOW, &none).as_deref(),
-            Ok("https://dest.example/d")
-        );
+        let payload = g
+            .opened_payload(&u, &g.sealed_for(&u).unwrap(), escaped)
+            .unwrap();
+        assert_eq!(payload.destination_url, "https://dest.example/d");
+    }
+
+    /// A token's opened payload decides as the group's own opening of it would, for every outcome: a redirect, an
+    /// expired token, a blocked destination, the group's rules; the domain's state and a missing blocklist first.
+    #[test]
+    fn an_opened_payload_decides_as_the_group_would() {
+        let list = blocklist();
+        let disabled = DomainRecord::new(false, None);
+        let mut expired = Payload::new("https://dest.example/late");
+        expired.expires_at = Some(NOW - 1);
+        let payloads = [
+            Payload::new("https://dest.example/a b"),
+            Payload::new("https://www.evil.example/"),
+            expired,
+        ];
+        for settings in [GroupSettings::default(), rules()] {
+            let g = group(settings);
+            for payload in &payloads {
+                let t = token(payload);
+                for (domain, list, visitor) in [
+                    (enabled(), Some(&list), human("DE")),
+                    (enabled(), Some(&list), human("RU")),
+                    (enabled(), Some(&list), bot("DE")),
+                    (disabled.clone(), Some(&list), human("DE")),
+                    (enabled(), None, human("DE")),
+                ] {
+                    // A record of its own, so that the group's decision opens the token itself.
+                    let fresh = group(g.settings.clone());
+                    let by_group =
+                        decide_dynamic(Some(&domain), Some(&fresh), Some(&t), list, &visitor, NOW);
+                    let opened = decide_dynamic_opened(
+                        Some(&domain),
+                        Some(&g),
+                        &t,
+                        payload,
+                        list,
+                        &visitor,
+                        NOW,
+                    );
+                    assert_eq!(opened, by_group, "{payload:?}");
+                }
+            }
+            assert_eq!(g.opened_tokens(), 0, "deciding keeps nothing");
+        }
     }
 
     /// The decoded length of a token: its version byte, IV, ciphertext and tag.

@@ -207,7 +207,7 @@ async fn persistent_links_and_fallbacks() {
 }
 
 /// A new isolate's first visit to a dynamic link opens its token with WebCrypto, in the entry module
-/// (edge-worker/src/shell/fast.rs, `open_elsewhere`): what it opens is the token's own payload, checked as spec 4.5
+/// (edge-worker/src/shell/fast.rs, `hand_on`): what it opens is the token's own payload, checked as spec 4.5
 /// says after it; a token WebCrypto does not open (tampered) falls back as any such token does, and a malformed one
 /// is never handed to it. Every later token is the wasm's to open. Each case on a new isolate (a worker of its own).
 #[tokio::test]

@@ -144,6 +144,27 @@ async fn without_any_blocklist_read_dynamic_links_fall_back() {
         .assert_redirect(HOST_FALLBACK);
 }
 
+/// The group a new isolate's first visit to a dynamic link read (on the first-visit path, which keeps it as the
+/// last good copy only after the response: edge-worker/src/shell/settle.rs) serves when its reads fail later, as
+/// one the full path read does.
+#[tokio::test]
+async fn a_group_a_first_visit_read_is_the_last_good_record() {
+    let (w, _, fine) = with_blocklist().await;
+    w.visit(HOST, &fine, &[])
+        .await
+        .assert_destination("https://dest.example/fine");
+    let before = w.fail_kv_reads(&[&format!("group:{PLAIN}")]).await;
+    past_the_ttl().await;
+    w.visit(HOST, &fine, &[])
+        .await
+        .assert_destination("https://dest.example/fine");
+    let failed = w.failed_kv_reads().await;
+    assert!(
+        failed > before,
+        "the group was read again, and failed: {before} → {failed}"
+    );
+}
+
 #[tokio::test]
 async fn a_failed_blocklist_read_keeps_the_last_good_list() {
     let (w, evil, fine) = with_blocklist().await;

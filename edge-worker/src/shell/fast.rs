@@ -33,7 +33,7 @@ use crate::visitor::Visitor;
 /// the origin vouched for ([`kv_model::LinkRecord::vouched`]) without the blocklist when the isolate has never read
 /// it, as the full path does on a first visit ([`super::persistent`]); that answer is not kept, and the records it
 /// went without are read after the response ([`take_read_after`]). A dynamic link's token may go to WebCrypto
-/// first ([`open_elsewhere`]).
+/// first ([`hand_on`]), and its opening is decided from at once and kept after the response ([`super::settle`]).
 pub(super) fn answer(
     req: &web_sys::Request,
     now_ms: u64,
@@ -218,20 +218,47 @@ fn dynamic(
     // The memo's entry for a token seen before: its expiry (in seconds) is the payload's, known before
     // deciding. One lookup serves both the keeping and the answer's bound.
     let seen_expiry = token.as_deref().and_then(|t| group.opened_expiry(t));
-    if seen_expiry.is_none()
-        && let Some(token) = token.as_deref()
-        && open_elsewhere(&group, token, pass)
-    {
-        return None;
+    let opened = match (seen_expiry, token.as_deref()) {
+        (None, Some(token)) => match pass {
+            Pass::Any => None,
+            Pass::First => {
+                if hand_on(&group, token) {
+                    return None;
+                }
+                None
+            }
+            // WebCrypto's plaintext, when it is this token under this very record's key: the record may have been
+            // replaced while WebCrypto worked, and then Rust opens the token under the new one.
+            Pass::Opened { sealed, plaintext } => {
+                plaintext.and_then(|plaintext| group.opened_payload(token, sealed, plaintext))
+            }
+        },
+        _ => None,
+    };
+    let visitor = Visitor::default();
+    let decision = match (&opened, token.as_deref()) {
+        (Some(payload), Some(token)) => decision::decide_dynamic_opened(
+            domain.as_deref(),
+            Some(&group),
+            token,
+            payload,
+            Some(blocklist.as_ref()),
+            &visitor,
+            now / 1000,
+        ),
+        _ => decision::decide_dynamic(
+            domain.as_deref(),
+            Some(&group),
+            token.as_deref(),
+            Some(blocklist.as_ref()),
+            &visitor,
+            now / 1000,
+        ),
+    };
+    // WebCrypto's opening goes into the group's memo after the response ([`super::settle`]).
+    if let (Some(payload), Some(token)) = (opened, token) {
+        super::settle::keep_opened(group, token, payload);
     }
-    let decision = decision::decide_dynamic(
-        domain.as_deref(),
-        Some(&group),
-        token.as_deref(),
-        Some(blocklist.as_ref()),
-        &Visitor::default(),
-        now / 1000,
-    );
     let records_until = domain_until.min(group_until).min(blocklist_until);
     let until = seen_expiry.map_or(0, |at| {
         decision::answer_until(records_until, at.map(|s| s.saturating_mul(1000)))
@@ -274,27 +301,14 @@ pub(super) fn take_open_request() -> Option<Vec<u8>> {
 /// WebCrypto's is native code already there. Other visits' tokens are Rust's to open, which is faster than a round
 /// through WebCrypto's Promises once compiled.
 /// `Pass::First` hands a well-formed `token` on (true: the caller answers with [`take_open_request`]'s bytes; a
-/// malformed one is left to [`decision::Group::evaluate`], which refuses it before any decryption).
-/// `Pass::Opened` keeps WebCrypto's plaintext as the group's opening of `token` only when what it opened is that
-/// token under this very record's key ([`Group::remember_opened`]): the record may have been replaced while
-/// WebCrypto worked, and then Rust opens the token under the new one.
-fn open_elsewhere(group: &Group, token: &str, pass: Pass<'_>) -> bool {
-    match pass {
-        Pass::Any => false,
-        Pass::First => {
-            let Some(sealed) = group.sealed_for(token) else {
-                return false;
-            };
-            OPEN_REQUEST.with(|r| r.set(Some(sealed)));
-            true
-        }
-        Pass::Opened { sealed, plaintext } => {
-            if let Some(plaintext) = plaintext {
-                group.remember_opened(token, sealed, plaintext);
-            }
-            false
-        }
-    }
+/// malformed one is left to [`decision::Group::evaluate`], which refuses it before any decryption); `Pass::Opened`
+/// then decides from what WebCrypto opened ([`Group::opened_payload`]).
+fn hand_on(group: &Group, token: &str) -> bool {
+    let Some(sealed) = group.sealed_for(token) else {
+        return false;
+    };
+    OPEN_REQUEST.with(|r| r.set(Some(sealed)));
+    true
 }
 
 /// The visitor facts `vary` names (`smart::VARY_*`), read from the request: only those, each a call out of wasm.

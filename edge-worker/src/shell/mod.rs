@@ -11,6 +11,7 @@ mod kv;
 mod origin_io;
 mod password_io;
 mod records;
+mod settle;
 mod sync_route;
 mod unique_io;
 mod webcrypto;
@@ -112,6 +113,7 @@ pub fn fetch(
     env: Env,
     ctx: worker::worker_sys::Context,
 ) -> JsValue {
+    settle::before_fetch();
     answer(req, env, ctx, Pass::Any)
 }
 

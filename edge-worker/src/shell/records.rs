@@ -127,6 +127,52 @@ fn remember(key: &str, entry: &Cached) {
     }
 }
 
+thread_local! {
+    /// Groups the first-visit path read ([`store_read`]), to become the last good copies after the response
+    /// ([`settle`]).
+    static TO_REMEMBER: RefCell<Vec<(String, Option<Rc<Group>>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// [`remember`], for a read of the first-visit path: a group is kept as the last good copy after the response
+/// ([`settle`]), as the bounded map's insertion is code a new isolate's first visit to a dynamic link would
+/// otherwise compile before its answer (BENCHMARKS.md, issue 28). The blocklist's copy is one assignment: now.
+fn remember_after(key: &str, entry: &Cached) {
+    match entry {
+        Cached::Group(group) => remember_group_after(key, group.clone()),
+        _ => remember(key, entry),
+    }
+}
+
+/// [`remember_after`]'s queue, out of line: a first visit to a persistent link reads no group, and does not compile
+/// this.
+#[inline(never)]
+fn remember_group_after(key: &str, group: Option<Rc<Group>>) {
+    TO_REMEMBER.with(|r| r.borrow_mut().push((key.to_owned(), group)));
+    super::settle::queued();
+}
+
+/// Makes the groups the first-visit path read since the last call the last good copies ([`remember_after`]), each
+/// only while the isolate cache still holds that very read, however old: otherwise something replaced it since (a
+/// newer load, kept as the last good copy when it came, or the sync route, which forgot the group if it deleted
+/// it), and the read is no longer the last good copy. Run after the response ([`super::settle`]).
+pub(super) fn settle() {
+    let reads = TO_REMEMBER.with(|r| std::mem::take(&mut *r.borrow_mut()));
+    for (key, group) in reads {
+        // An expiry of 0: the entry as held, fresh or not.
+        let held = CACHE.with(|c| match c.borrow().get(&key, 0) {
+            Some(Cached::Group(held)) => match (&held, &group) {
+                (Some(held), Some(group)) => Rc::ptr_eq(held, group),
+                (None, None) => true,
+                _ => false,
+            },
+            _ => false,
+        });
+        if held {
+            forget_or_keep_group(&key, group);
+        }
+    }
+}
+
 /// The last good copy of the group at `key`: found, else unavailable (never read, or gone).
 fn last_good_group(key: &str) -> GroupRead {
     LAST_GOOD_GROUPS
@@ -438,7 +484,7 @@ pub(super) fn store_read(key: &str, text: Option<Option<String>>, absent_link_fi
         .and_then(|text| read_entry(key, text, absent_link_final))
     {
         Some(entry) => {
-            remember(key, &entry);
+            remember_after(key, &entry);
             CACHE.with(|c| c.borrow_mut().insert(key.to_owned(), entry, now_ms()));
             drop(mark);
             changed();
