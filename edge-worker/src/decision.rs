@@ -48,6 +48,23 @@ thread_local! {
     static OPENED: RefCell<BoundedMap> = RefCell::new(BoundedMap::new(TOKEN_MEMO_BUDGET_BYTES));
     /// The serial of the last [`Group`] made.
     static LAST_SERIAL: Cell<u64> = const { Cell::new(0) };
+    /// Whether `OPENED` was ever written: until then a lookup finds nothing without touching it, so that a new
+    /// isolate's first visit compiles neither the map's creation nor its lookup (BENCHMARKS.md, issue 28).
+    static MEMO_WRITTEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The memo's entry for `token` opened by the record with `serial`, through `read`; `None` before the memo's first
+/// write.
+fn memo_lookup<R>(token: &str, serial: u64, read: impl FnOnce(&Opened) -> R) -> Option<R> {
+    if !MEMO_WRITTEN.with(Cell::get) {
+        return None;
+    }
+    OPENED.with(|m| {
+        m.borrow()
+            .get::<Opened>(token)
+            .filter(|o| o.group == serial)
+            .map(read)
+    })
 }
 
 /// The estimated bytes the opened-token memo holds in this isolate (at most [`TOKEN_MEMO_BUDGET_BYTES`]).
@@ -110,11 +127,8 @@ impl Group {
         now_seconds: i64,
         blocklist: &B,
     ) -> Result<String, TokenError> {
-        let seen = OPENED.with(|m| {
-            m.borrow()
-                .get::<Opened>(token)
-                .filter(|o| o.group == self.serial)
-                .map(|o| o.payload.redirect_url(now_seconds, blocklist))
+        let seen = memo_lookup(token, self.serial, |o| {
+            o.payload.redirect_url(now_seconds, blocklist)
         });
         if let Some(redirect) = seen {
             return redirect;
@@ -170,6 +184,7 @@ impl Group {
         let bytes = std::mem::size_of::<Opened>()
             + payload.destination_url.len()
             + payload.back_param.as_ref().map_or(0, String::len);
+        MEMO_WRITTEN.with(|w| w.set(true));
         OPENED.with(|m| {
             m.borrow_mut().insert(
                 token,
@@ -185,12 +200,7 @@ impl Group {
     /// The expiry (`expires_at`, UNIX seconds) of a token this group has opened: `Some(None)` for one that does
     /// not expire, `None` for a token not in the memo.
     pub fn opened_expiry(&self, token: &str) -> Option<Option<i64>> {
-        OPENED.with(|m| {
-            m.borrow()
-                .get::<Opened>(token)
-                .filter(|o| o.group == self.serial)
-                .map(|o| o.payload.expires_at)
-        })
+        memo_lookup(token, self.serial, |o| o.payload.expires_at)
     }
 
     /// Tokens of this group in the memo (for tests).
@@ -445,6 +455,10 @@ fn expired<B: Blocklist + ?Sized>(link: &LinkRecord, blocklist: Option<&B>) -> D
 /// group key, the destination and expiry rules (with `back_param` appended, by shared-crypto), then the group's
 /// access rules and monetization. `blocklist` is `None` when it could not be read and the isolate never read one:
 /// a dynamic link's destination is the client's, checked by nobody else, so it falls back.
+///
+/// Out of line, as is [`decide_dynamic_opened`]: the fast path calls one or the other, and a new isolate's first
+/// visit, which calls the second, compiles only that one (V8 compiles a wasm function whole on its first call).
+#[inline(never)]
 pub fn decide_dynamic<B: Blocklist + ?Sized>(
     domain: Option<&DomainRecord>,
     group: Option<&Group>,
@@ -466,6 +480,7 @@ pub fn decide_dynamic<B: Blocklist + ?Sized>(
 /// [`decide_dynamic`] for a token whose `payload` is already opened: WebCrypto's on a first visit, checked as this
 /// group's opening of `token` ([`Group::opened_payload`]). The same decision, without the memo: a new isolate's
 /// first visit compiles neither its write nor Rust's AES-GCM before the answer (the memo is written after it).
+#[inline(never)]
 pub fn decide_dynamic_opened<B: Blocklist + ?Sized>(
     domain: Option<&DomainRecord>,
     group: Option<&Group>,
