@@ -195,22 +195,41 @@ fn dynamic(
     wanted: &mut Vec<String>,
 ) -> Option<Decided> {
     let now = i64::try_from(now_ms).ok()?;
-    // The three records do not depend on each other: a first visit reads all it lacks in one round.
-    let (domain, group, blocklist) = (
+    // The records do not depend on each other: a first visit reads all it lacks in one round. Whether the host
+    // serves dynamic links is its domain record's to say when the isolate holds it, else the blocklist record's
+    // list of enabled hosts (kv_model::BlocklistRecord::enabled_hosts), which the origin publishes: a first visit
+    // reads the group's key and the blocklist's, not the domain's too. A record without the list (written by hand,
+    // or by an older origin) leaves the domain to the full path, which reads its record.
+    let (domain, group, platform) = (
         records::fresh_domain(host, now_ms),
         records::fresh_group(group_id, now_ms),
-        records::fresh_blocklist(now_ms),
+        records::fresh_platform(now_ms),
     );
-    let (
-        Some((domain, domain_until)),
-        Some((group, group_until)),
-        Some((blocklist, blocklist_until)),
-    ) = (domain, group, blocklist)
+    // Without the blocklist's record in hand, the domain's is not read in the same round: the record will most
+    // likely name the host. With it in hand (the group is what is missing), the domain's is read too.
+    let domain_needed = domain.is_none() && platform.is_some();
+    let (Some((group, group_until)), Some((blocklist, hosts, blocklist_until))) = (group, platform)
     else {
-        wanted.push(kv_model::domain_key(host));
+        if domain_needed {
+            wanted.push(kv_model::domain_key(host));
+        }
         wanted.push(kv_model::group_key(group_id));
         wanted.push(BLOCKLIST_KEY.to_owned());
         return None;
+    };
+    // A host the list names decides as an enabled domain; any fallback takes the full path, which reads the domain's
+    // record for its fallback URL (only a redirect to the destination is answered here).
+    let listed;
+    let (domain, domain_until) = match (&domain, hosts) {
+        (Some((record, until)), _) => (record.as_deref(), *until),
+        (None, Some(hosts)) if hosts.serves(host) => {
+            listed = kv_model::DomainRecord::new(true, None);
+            (Some(&listed), u64::MAX)
+        }
+        _ => {
+            wanted.push(kv_model::domain_key(host));
+            return None;
+        }
     };
     if decision::needs_visitor(Some(&group.settings)) {
         return None;
@@ -238,7 +257,7 @@ fn dynamic(
     let visitor = Visitor::default();
     let decision = match (&opened, token.as_deref()) {
         (Some(payload), Some(token)) => decision::decide_dynamic_opened(
-            domain.as_deref(),
+            domain,
             Some(&group),
             token,
             payload,
@@ -247,7 +266,7 @@ fn dynamic(
             now / 1000,
         ),
         _ => decision::decide_dynamic(
-            domain.as_deref(),
+            domain,
             Some(&group),
             token.as_deref(),
             Some(blocklist.as_ref()),

@@ -24,6 +24,7 @@ use crate::bounded::BoundedMap;
 use crate::cache::{self, TtlCache};
 use crate::config;
 use crate::decision::Group;
+use crate::enabled_hosts::EnabledHosts;
 use crate::json_record;
 use crate::loads::{Loads, Ticket, Wait, WaitStep};
 use crate::log::{self, KvWrite, Throttle, Via};
@@ -36,7 +37,8 @@ enum Cached {
     Link(Option<Rc<LinkRecord>>),
     Group(Option<Rc<Group>>),
     Domain(Option<Rc<DomainRecord>>),
-    Blocklist(Rc<DomainBlocklist>),
+    /// The blocklist, and the enabled hosts when its record names them ([`EnabledHosts`]).
+    Blocklist(Rc<DomainBlocklist>, Option<Rc<EnabledHosts>>),
     /// The origin failed to answer for a link's group: for the TTL, the last good copy or the fallback, without
     /// asking again (a failing origin costs one slow visitor, not all).
     OriginFailed,
@@ -119,7 +121,7 @@ thread_local! {
 /// kept under its key, KV's (`group:<id>`) or the origin's ([`origin_group_key`]), so neither stands for the other.
 fn remember(key: &str, entry: &Cached) {
     match entry {
-        Cached::Blocklist(list) if key == BLOCKLIST_KEY => {
+        Cached::Blocklist(list, _) if key == BLOCKLIST_KEY => {
             LAST_GOOD_BLOCKLIST.with(|b| *b.borrow_mut() = Some(list.clone()));
         }
         Cached::Group(group) => forget_or_keep_group(key, group.clone()),
@@ -339,13 +341,21 @@ fn wrap_domain(text: Option<String>) -> Cached {
     Cached::Domain(parse(text, plain_records::plain_domain).map(Rc::new))
 }
 
-/// The isolate's form of KV's text for the blocklist: empty when KV has none.
+/// The isolate's form of KV's text for the blocklist: empty when KV has none, and the enabled hosts when its record
+/// names them.
 fn wrap_blocklist(text: Option<String>) -> Cached {
-    Cached::Blocklist(Rc::new(
-        parse(text, plain_records::plain_blocklist)
-            .map(|r: BlocklistRecord| r.domains.iter().collect())
-            .unwrap_or_default(),
-    ))
+    match parse(text, plain_records::plain_blocklist) {
+        Some(record) => {
+            let record: BlocklistRecord = record;
+            Cached::Blocklist(
+                Rc::new(record.domains.iter().collect()),
+                record
+                    .enabled_hosts
+                    .map(|hosts| Rc::new(EnabledHosts::new(hosts))),
+            )
+        }
+        None => Cached::Blocklist(Rc::default(), None),
+    }
 }
 
 /// The isolate's form of KV's text for `group:<id>`.
@@ -413,8 +423,16 @@ pub(super) fn fresh_domain(host: &str, now_ms: u64) -> Option<(Option<Rc<DomainR
 
 /// The blocklist, fresh in the isolate cache, and until when.
 pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)> {
+    fresh_platform(now_ms).map(|(list, _, until)| (list, until))
+}
+
+/// The blocklist and the enabled hosts its record names (`None`: it names none), fresh in the isolate cache, and
+/// until when.
+pub(super) fn fresh_platform(
+    now_ms: u64,
+) -> Option<(Rc<DomainBlocklist>, Option<Rc<EnabledHosts>>, u64)> {
     match fresh(BLOCKLIST_KEY, now_ms)? {
-        (Cached::Blocklist(list), until) => Some((list, until)),
+        (Cached::Blocklist(list, hosts), until) => Some((list, hosts, until)),
         _ => None,
     }
 }
@@ -783,7 +801,7 @@ impl<'a> Records<'a> {
             })
             .await
         {
-            Some(Cached::Blocklist(list)) => Some(list),
+            Some(Cached::Blocklist(list, _)) => Some(list),
             _ => LAST_GOOD_BLOCKLIST.with(|b| b.borrow().clone()),
         }
     }
