@@ -139,7 +139,7 @@ fn persistent(
     let (blocklist, blocklist_until) = match records::fresh_blocklist(now_ms) {
         Some((list, until)) => {
             blocklist_record = list;
-            (Some(blocklist_record.as_ref()), until)
+            (Some(&blocklist_record.list), until)
         }
         // A first visit to a link the origin vouched for, on an isolate that never read the blocklist: decided
         // without it (the full path would be too), never kept.
@@ -203,13 +203,12 @@ fn dynamic(
     let (domain, group, platform) = (
         records::fresh_domain(host, now_ms),
         records::fresh_group(group_id, now_ms),
-        records::fresh_platform(now_ms),
+        records::fresh_blocklist(now_ms),
     );
     // Without the blocklist's record in hand, the domain's is not read in the same round: the record will most
     // likely name the host. With it in hand (the group is what is missing), the domain's is read too.
     let domain_needed = domain.is_none() && platform.is_some();
-    let (Some((group, group_until)), Some((blocklist, hosts, blocklist_until))) = (group, platform)
-    else {
+    let (Some((group, group_until)), Some((platform, blocklist_until))) = (group, platform) else {
         if domain_needed {
             wanted.push(kv_model::domain_key(host));
         }
@@ -220,7 +219,7 @@ fn dynamic(
     // A host the list names decides as an enabled domain; any fallback takes the full path, which reads the domain's
     // record for its fallback URL (only a redirect to the destination is answered here).
     let listed;
-    let (domain, domain_until) = match (&domain, hosts) {
+    let (domain, domain_until) = match (&domain, &platform.hosts) {
         (Some((record, until)), _) => (record.as_deref(), *until),
         (None, Some(hosts)) if hosts.serves(host) => {
             listed = kv_model::DomainRecord::new(true, None);
@@ -261,7 +260,7 @@ fn dynamic(
             Some(&group),
             token,
             payload,
-            Some(blocklist.as_ref()),
+            Some(&platform.list),
             &visitor,
             now / 1000,
         ),
@@ -269,7 +268,7 @@ fn dynamic(
             domain,
             Some(&group),
             token.as_deref(),
-            Some(blocklist.as_ref()),
+            Some(&platform.list),
             &visitor,
             now / 1000,
         ),

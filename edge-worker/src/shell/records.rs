@@ -37,11 +37,19 @@ enum Cached {
     Link(Option<Rc<LinkRecord>>),
     Group(Option<Rc<Group>>),
     Domain(Option<Rc<DomainRecord>>),
-    /// The blocklist, and the enabled hosts when its record names them ([`EnabledHosts`]).
-    Blocklist(Rc<DomainBlocklist>, Option<Rc<EnabledHosts>>),
+    Blocklist(Rc<Platform>),
     /// The origin failed to answer for a link's group: for the TTL, the last good copy or the fallback, without
     /// asking again (a failing origin costs one slow visitor, not all).
     OriginFailed,
+}
+
+/// What the blocklist's record gives the isolate: the blocked domains, and the hosts that serve dynamic links when it
+/// names them ([`EnabledHosts`]). One `Rc` for both, so that a [`Cached`] stays a pointer wide: every function that
+/// moves one (most of this module's) is smaller for it.
+#[derive(Default)]
+pub(super) struct Platform {
+    pub(super) list: DomainBlocklist,
+    pub(super) hosts: Option<EnabledHosts>,
 }
 
 /// What one load of a KV key produced.
@@ -106,7 +114,7 @@ thread_local! {
     /// the sync route's delete.
     ///
     /// The blocklist of the last successful read; `None` until the isolate's first.
-    static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<DomainBlocklist>>> = const { RefCell::new(None) };
+    static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<Platform>>> = const { RefCell::new(None) };
     /// By KV key (`group:<id>`), what KV last had, and by [`origin_group_key`] what the origin last gave for a link
     /// whose group KV lacks: `Some(Rc<Group>)`, or `None` for a group found absent or deleted (no earlier copy may
     /// serve then); within [`config::LAST_GOOD_GROUPS_BUDGET_BYTES`], the oldest going
@@ -121,7 +129,7 @@ thread_local! {
 /// kept under its key, KV's (`group:<id>`) or the origin's ([`origin_group_key`]), so neither stands for the other.
 fn remember(key: &str, entry: &Cached) {
     match entry {
-        Cached::Blocklist(list, _) if key == BLOCKLIST_KEY => {
+        Cached::Blocklist(list) if key == BLOCKLIST_KEY => {
             LAST_GOOD_BLOCKLIST.with(|b| *b.borrow_mut() = Some(list.clone()));
         }
         Cached::Group(group) => forget_or_keep_group(key, group.clone()),
@@ -344,18 +352,16 @@ fn wrap_domain(text: Option<String>) -> Cached {
 /// The isolate's form of KV's text for the blocklist: empty when KV has none, and the enabled hosts when its record
 /// names them.
 fn wrap_blocklist(text: Option<String>) -> Cached {
-    match parse(text, plain_records::plain_blocklist) {
+    Cached::Blocklist(Rc::new(match parse(text, plain_records::plain_blocklist) {
         Some(record) => {
             let record: BlocklistRecord = record;
-            Cached::Blocklist(
-                Rc::new(record.domains.iter().collect()),
-                record
-                    .enabled_hosts
-                    .map(|hosts| Rc::new(EnabledHosts::new(hosts))),
-            )
+            Platform {
+                list: record.domains.iter().collect(),
+                hosts: record.enabled_hosts.map(EnabledHosts::new),
+            }
         }
-        None => Cached::Blocklist(Rc::default(), None),
-    }
+        None => Platform::default(),
+    }))
 }
 
 /// The isolate's form of KV's text for `group:<id>`.
@@ -421,18 +427,10 @@ pub(super) fn fresh_domain(host: &str, now_ms: u64) -> Option<(Option<Rc<DomainR
     }
 }
 
-/// The blocklist, fresh in the isolate cache, and until when.
-pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)> {
-    fresh_platform(now_ms).map(|(list, _, until)| (list, until))
-}
-
-/// The blocklist and the enabled hosts its record names (`None`: it names none), fresh in the isolate cache, and
-/// until when.
-pub(super) fn fresh_platform(
-    now_ms: u64,
-) -> Option<(Rc<DomainBlocklist>, Option<Rc<EnabledHosts>>, u64)> {
+/// The blocklist's record (the blocked domains, maybe the enabled hosts), fresh in the isolate cache, and until when.
+pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<Platform>, u64)> {
     match fresh(BLOCKLIST_KEY, now_ms)? {
-        (Cached::Blocklist(list, hosts), until) => Some((list, hosts, until)),
+        (Cached::Blocklist(list), until) => Some((list, until)),
         _ => None,
     }
 }
@@ -794,14 +792,14 @@ impl<'a> Records<'a> {
     /// The blocked domains (empty when KV has no blocklist); when KV cannot be read, the last list read, however
     /// old; `None` when it cannot be read and never could be in this isolate (never an empty list for a failure:
     /// that would unblock every domain).
-    pub(super) async fn blocklist(&self) -> Option<Rc<DomainBlocklist>> {
+    pub(super) async fn blocklist(&self) -> Option<Rc<Platform>> {
         match self
             .entry(BLOCKLIST_KEY, || {
                 self.kv_load(BLOCKLIST_KEY, wrap_blocklist)
             })
             .await
         {
-            Some(Cached::Blocklist(list, _)) => Some(list),
+            Some(Cached::Blocklist(list)) => Some(list),
             _ => LAST_GOOD_BLOCKLIST.with(|b| b.borrow().clone()),
         }
     }
