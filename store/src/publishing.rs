@@ -174,8 +174,9 @@ impl Db {
             // their bytes): the edge builds its blocklist with a check of that order, and sorts only a list out of
             // it (shared_crypto::DomainBlocklist).
             domains.sort_unstable();
-            // The hosts that serve dynamic links, as each domain's own record says (kv_model::BlocklistRecord says
-            // why here): every change of a domain's `enabled` republishes this record too (crate::domains).
+            // The hosts that serve dynamic links, as each domain's own record says: they let a new isolate's first
+            // visit to a dynamic link skip the domain's key (kv_model::BlocklistRecord::enabled_hosts). Every change
+            // of a domain's `enabled` republishes this record too (crate::domains).
             let hosts = sqlx::query("SELECT host FROM domains WHERE enabled <> 0")
                 .fetch_all(&self.read)
                 .await?

@@ -201,34 +201,43 @@ fn dynamic(
     // reads the group's key and the blocklist's, not the domain's too. A record without the list (written by hand,
     // or by an older origin) leaves the domain to the full path, which reads its record.
     let (domain, group, platform) = (
-        records::fresh_domain(host, now_ms),
+        records::domain_seen(host, now_ms),
         records::fresh_group(group_id, now_ms),
         records::fresh_blocklist(now_ms),
     );
-    // Without the blocklist's record in hand, the domain's is not read in the same round: the record will most
-    // likely name the host. With it in hand (the group is what is missing), the domain's is read too.
-    let domain_needed = domain.is_none() && platform.is_some();
+    // Whether the host is named by the blocklist's record in hand: `None` without one, or one without the list.
+    let listed = platform
+        .as_ref()
+        .and_then(|(platform, _)| platform.hosts.as_ref())
+        .map(|hosts| hosts.serves(host));
+    let held_platform = platform.is_some();
     let (Some((group, group_until)), Some((platform, blocklist_until))) = (group, platform) else {
-        if domain_needed {
+        // The domain's record is read with the others unless the list decides: without the blocklist's record in
+        // hand, not (the record will most likely name the host: a new isolate's first visit reads two keys).
+        if matches!(domain, records::DomainSeen::NotHeld) && held_platform && listed != Some(true) {
             wanted.push(kv_model::domain_key(host));
         }
         wanted.push(kv_model::group_key(group_id));
         wanted.push(BLOCKLIST_KEY.to_owned());
         return None;
     };
-    // A host the list names decides as an enabled domain; any fallback takes the full path, which reads the domain's
-    // record for its fallback URL (only a redirect to the destination is answered here).
-    let listed;
-    let (domain, domain_until) = match (&domain, &platform.hosts) {
-        (Some((record, until)), _) => (record.as_deref(), *until),
-        (None, Some(hosts)) if hosts.serves(host) => {
-            listed = kv_model::DomainRecord::new(true, None);
-            (Some(&listed), u64::MAX)
+    // A domain record the isolate holds decides, even one due for a reload (the full path reloads it, and decides
+    // from it meanwhile): the two keys reach KV's caches apart, so the list may be the older of the two. Only a host
+    // whose record the isolate has never held (or has dropped) is decided by the list: as an enabled domain when it
+    // is named. Any fallback takes the full path, which reads the domain's record for its fallback URL (only a
+    // redirect to the destination is answered here).
+    let named;
+    let (domain, domain_until) = match (&domain, listed) {
+        (records::DomainSeen::Fresh(record, until), _) => (record.as_deref(), *until),
+        (records::DomainSeen::NotHeld, Some(true)) => {
+            named = kv_model::DomainRecord::new(true, None);
+            (Some(&named), u64::MAX)
         }
-        _ => {
+        (records::DomainSeen::NotHeld, _) => {
             wanted.push(kv_model::domain_key(host));
             return None;
         }
+        (records::DomainSeen::Held, _) => return None,
     };
     if decision::needs_visitor(Some(&group.settings)) {
         return None;

@@ -147,7 +147,10 @@ fn answer(
                 return js_sys::Uint8Array::from(sealed.as_slice()).into();
             }
         }
-        Pass::Opened { .. } => {}
+        // A first visit the fast path did not answer (a fallback, analytics): WebCrypto's opening goes into the
+        // memo now, so that the full path does not open the token again with Rust's AES-GCM (its key schedule, the
+        // cipher and GHASH compiled for it); the full path compiles far more than the memo's write anyway.
+        Pass::Opened { .. } => settle::first_settle(),
     }
     full_path(req, env, ctx, now_ms)
 }

@@ -419,11 +419,24 @@ pub(super) fn fresh_group(group_id: &str, now_ms: u64) -> Option<(Rc<Group>, u64
     }
 }
 
-/// A domain record, fresh in the isolate cache (`Some(None)`: its absence is cached), and until when.
-pub(super) fn fresh_domain(host: &str, now_ms: u64) -> Option<(Option<Rc<DomainRecord>>, u64)> {
-    match fresh(&kv_model::domain_key(host), now_ms)? {
-        (Cached::Domain(domain), until) => Some((domain, until)),
-        _ => None,
+/// A domain record as the fast path finds it in the isolate cache.
+pub(super) enum DomainSeen {
+    /// Fresh (`None`: its absence is cached), until then (UNIX ms).
+    Fresh(Option<Rc<DomainRecord>>, u64),
+    /// Held, but due for a reload or expired: the full path's to reload, and still the domain's word until then.
+    Held,
+    /// Not held at all.
+    NotHeld,
+}
+
+/// The domain record of `host` in the isolate cache ([`DomainSeen`]).
+pub(super) fn domain_seen(host: &str, now_ms: u64) -> DomainSeen {
+    let key = kv_model::domain_key(host);
+    match fresh(&key, now_ms) {
+        Some((Cached::Domain(domain), until)) => DomainSeen::Fresh(domain, until),
+        // An expiry of 0: any entry, fresh or not.
+        _ if CACHE.with(|c| c.borrow().get(&key, 0).is_some()) => DomainSeen::Held,
+        _ => DomainSeen::NotHeld,
     }
 }
 
