@@ -99,8 +99,7 @@ const ours = {
     records: {
       [`domain:${HOST}`]: record({ enabled: true, fallback_url: "https://www.example.com/" }),
       [`group:${GROUP}`]: record({ key: KEY, settings }),
-      // As the origin publishes it: naming the enabled hosts (kv_model::BlocklistRecord::enabled_hosts).
-      blocklist: record({ domains: ["evil.example"], enabled_hosts: [HOST] }),
+      blocklist: record({ domains: ["evil.example"] }),
       [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: settings, vouched: true }),
     },
   },

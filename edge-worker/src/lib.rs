@@ -17,7 +17,7 @@
 //! The decision (which status, which URL, which page, which click) is plain Rust in [`route`], [`visitor`],
 //! [`decision`], [`smart`], [`preview`], [`password`], [`password_form`], [`forward_query`], [`reply`], [`interstitial`], [`origin`], [`analytics`] and [`click_queue`],
 //! and so are the isolate cache ([`cache`]), its maps' keyed hasher ([`hashing`]), the byte-bounded maps of what an isolate keeps ([`bounded`]), the
-//! coordination of loads ([`loads`]), the records' JSON parse ([`json_record`]; in the shapes the origin publishes, without serde: [`plain_records`]), the hosts that serve dynamic links as the blocklist's record names them ([`enabled_hosts`]), the sync route's rules ([`sync`]) and the log lines written for every failure
+//! coordination of loads ([`loads`]), the records' JSON parse ([`json_record`]; in the shapes the origin publishes, without serde: [`plain_records`]), the sync route's rules ([`sync`]) and the log lines written for every failure
 //! absorbed into a fallback ([`log`], throttled where a failure repeats per request), all tested on the host. The Workers entry points and the I/O (KV, the origin, the queues, the sync route's writes, the console)
 //! live in a thin shell compiled only for `wasm32` (`src/shell/`: the entry, the isolate's records, the origin
 //! calls, the click queue, the sync route). The KV
@@ -29,7 +29,6 @@ pub mod cache;
 pub mod click_queue;
 pub mod config;
 pub mod decision;
-pub mod enabled_hosts;
 pub mod forward_query;
 pub mod hashing;
 pub mod interstitial;

@@ -109,11 +109,9 @@ pub fn plain_domain(text: &str) -> Option<DomainRecord> {
     (seen & 0b11 == 0b11).then(|| DomainRecord::new(enabled, fallback_url))
 }
 
-/// The blocklist's record: a list of strings (`domains` left out: none), and maybe the enabled hosts' (see
-/// [`BlocklistRecord::enabled_hosts`]).
+/// The blocklist's record: a list of strings (`domains` left out: none).
 pub fn plain_blocklist(text: &str) -> Option<BlocklistRecord> {
     let mut domains = Vec::new();
-    let mut enabled_hosts = None;
     let seen = object(text, &mut |name, scan| {
         Some(match name {
             "v" => {
@@ -121,20 +119,26 @@ pub fn plain_blocklist(text: &str) -> Option<BlocklistRecord> {
                 1
             }
             "domains" => {
-                domains = scan.strings()?;
+                scan.expect(b'[')?;
+                scan.skip_ws();
+                if !scan.eat(b']') {
+                    loop {
+                        scan.skip_ws();
+                        domains.push(scan.string()?.to_owned());
+                        scan.skip_ws();
+                        match scan.next()? {
+                            b',' => {}
+                            b']' => break,
+                            _ => return None,
+                        }
+                    }
+                }
                 2
-            }
-            "enabled_hosts" => {
-                enabled_hosts = Some(scan.strings()?);
-                4
             }
             _ => return None,
         })
     })?;
-    (seen & 1 == 1).then(|| BlocklistRecord {
-        enabled_hosts,
-        ..BlocklistRecord::new(domains)
-    })
+    (seen & 1 == 1).then(|| BlocklistRecord::new(domains))
 }
 
 /// A dynamic link's payload (the plaintext of its token: spec section 2) in the shape the origin's and the
@@ -254,26 +258,6 @@ impl<'a> Scan<'a> {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
             self.at += 1;
         }
-    }
-
-    /// An array of strings, as owned strings (`null` is left to serde_json).
-    fn strings(&mut self) -> Option<Vec<String>> {
-        let mut list = Vec::new();
-        self.expect(b'[')?;
-        self.skip_ws();
-        if !self.eat(b']') {
-            loop {
-                self.skip_ws();
-                list.push(self.string()?.to_owned());
-                self.skip_ws();
-                match self.next()? {
-                    b',' => {}
-                    b']' => break,
-                    _ => return None,
-                }
-            }
-        }
-        Some(list)
     }
 
     /// A string without escapes or control characters (which JSON does not allow unescaped): the text between
@@ -454,9 +438,6 @@ mod tests {
         for list in [
             BlocklistRecord::new(vec!["evil.example".into(), "bad.example".into()]),
             BlocklistRecord::new(Vec::new()),
-            BlocklistRecord::new(vec!["evil.example".into()])
-                .with_enabled_hosts(vec!["go.example".into(), "a.example".into()]),
-            BlocklistRecord::new(Vec::new()).with_enabled_hosts(Vec::new()),
         ] {
             let text = serde_json::to_string(&list).unwrap();
             assert_eq!(plain_blocklist(&text), Some(list), "{text}");
@@ -518,9 +499,6 @@ mod tests {
             r#"{"v":1,"domains":["a",]}"#,
             r#"{"v":1,"domains":["a"],"domains":[]}"#,
             r#"{"domains":["a"]}"#,
-            r#"{"v":1,"domains":[],"enabled_hosts":null}"#,
-            r#"{"v":1,"domains":[],"enabled_hosts":["a",]}"#,
-            r#"{"v":1,"enabled_hosts":[],"enabled_hosts":[]}"#,
         ] {
             assert_eq!(plain_blocklist(text), None, "{text:?}");
         }
@@ -543,7 +521,6 @@ mod tests {
             "enabled",
             "fallback_url",
             "domains",
-            "enabled_hosts",
             "destination_url",
             "back_param",
             "rules",

@@ -473,10 +473,6 @@ impl DomainRecord {
 }
 
 /// The blocked destination domains, at [`BLOCKLIST_KEY`]. A listed domain blocks itself and its subdomains.
-///
-/// It also names the hosts that serve dynamic links (`enabled_hosts`): the edge reads this record on a dynamic
-/// link's every first visit anyway, so a new isolate learns there whether the visited host serves `/e/…` and reads
-/// two keys in its first round (the group's and this one) rather than three (BENCHMARKS.md, issue 28).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlocklistRecord {
     /// Format version.
@@ -484,30 +480,12 @@ pub struct BlocklistRecord {
     /// Blocked domains, e.g. `evil.example`.
     #[serde(default, deserialize_with = "null_as_default")]
     pub domains: Vec<String>,
-    /// The hosts of the enabled domains (spec 4.5: dynamic links are served "on any enabled domain"), sorted by
-    /// bytes, as each one's [`DomainRecord::enabled`] says. `None` in a record that does not say (one written by
-    /// hand, or by an origin from before 2026-12-02): the edge then reads the host's `domain:<host>` record, as it
-    /// always does for a domain's fallback.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled_hosts: Option<Vec<String>>,
 }
 
 impl BlocklistRecord {
-    /// A version-1 blocklist record that does not name the enabled hosts.
+    /// A version-1 blocklist record.
     pub fn new(domains: Vec<String>) -> Self {
-        BlocklistRecord {
-            v: V1,
-            domains,
-            enabled_hosts: None,
-        }
-    }
-
-    /// This record, naming `hosts` as the enabled domains' (in any order: they are sorted by bytes here).
-    pub fn with_enabled_hosts(mut self, mut hosts: Vec<String>) -> Self {
-        hosts.sort_unstable();
-        hosts.dedup();
-        self.enabled_hosts = Some(hosts);
-        self
+        BlocklistRecord { v: V1, domains }
     }
 }
 
@@ -771,30 +749,5 @@ mod tests {
         let b: BlocklistRecord =
             serde_json::from_str(r#"{"v":1,"domains":["evil.example"]}"#).unwrap();
         assert_eq!(b, BlocklistRecord::new(vec!["evil.example".to_string()]));
-        assert_eq!(b.enabled_hosts, None);
-        // A record that does not name the enabled hosts says nothing of them; one that does, sorted and once each.
-        assert_eq!(
-            serde_json::to_string(&b).unwrap(),
-            r#"{"v":1,"domains":["evil.example"]}"#
-        );
-        let named = b.with_enabled_hosts(vec![
-            "go.example".into(),
-            "a-b.example".into(),
-            "go.example".into(),
-        ]);
-        let text = serde_json::to_string(&named).unwrap();
-        assert_eq!(
-            text,
-            r#"{"v":1,"domains":["evil.example"],"enabled_hosts":["a-b.example","go.example"]}"#
-        );
-        assert_eq!(
-            serde_json::from_str::<BlocklistRecord>(&text).unwrap(),
-            named
-        );
-        let none = BlocklistRecord::new(vec![]).with_enabled_hosts(vec![]);
-        assert_eq!(
-            serde_json::to_string(&none).unwrap(),
-            r#"{"v":1,"domains":[],"enabled_hosts":[]}"#
-        );
     }
 }

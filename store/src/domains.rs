@@ -82,12 +82,7 @@ impl Db {
             }
             r => r?,
         };
-        // The blocklist's record names the enabled hosts (kv_model::BlocklistRecord::enabled_hosts).
-        let keys = [
-            kv_model::domain_key(host.as_str()),
-            kv_model::BLOCKLIST_KEY.to_owned(),
-        ];
-        outbox::enqueue(&mut tx, &keys).await?;
+        outbox::enqueue(&mut tx, &[kv_model::domain_key(host.as_str())]).await?;
         if let Some(account) = account_id {
             let details = serde_json::json!({
                 "domain": host.as_str(),
@@ -118,12 +113,7 @@ impl Db {
             .fetch_one(&mut *tx)
             .await?;
         let host: String = row.try_get("host")?;
-        // The blocklist's record names the enabled hosts (kv_model::BlocklistRecord::enabled_hosts).
-        let keys = [
-            kv_model::domain_key(&host),
-            kv_model::BLOCKLIST_KEY.to_owned(),
-        ];
-        outbox::enqueue(&mut tx, &keys).await?;
+        outbox::enqueue(&mut tx, &[kv_model::domain_key(&host)]).await?;
         if let Some(account) = row.try_get::<Option<String>, _>("account_id")? {
             let details = serde_json::json!({ "domain": host });
             audit::record(

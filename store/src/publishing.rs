@@ -174,17 +174,7 @@ impl Db {
             // their bytes): the edge builds its blocklist with a check of that order, and sorts only a list out of
             // it (shared_crypto::DomainBlocklist).
             domains.sort_unstable();
-            // The hosts that serve dynamic links, as each domain's own record says: they let a new isolate's first
-            // visit to a dynamic link skip the domain's key (kv_model::BlocklistRecord::enabled_hosts). Every change
-            // of a domain's `enabled` republishes this record too (crate::domains).
-            let hosts = sqlx::query("SELECT host FROM domains WHERE enabled <> 0")
-                .fetch_all(&self.read)
-                .await?
-                .iter()
-                .map(|r| r.try_get("host"))
-                .collect::<Result<Vec<String>, _>>()?;
-            let record = BlocklistRecord::new(domains).with_enabled_hosts(hosts);
-            return json(serde_json::to_string(&record)).map(Some);
+            return json(serde_json::to_string(&BlocklistRecord::new(domains))).map(Some);
         }
         if let Some(id) = key.strip_prefix("group:") {
             return match self.group_record(id).await? {

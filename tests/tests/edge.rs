@@ -41,11 +41,7 @@ async fn seed(w: Worker) -> Worker {
         vec![
             (format!("domain:{HOST}"), domain(true, Some(HOST_FALLBACK))),
             (format!("group:{GROUP}"), group(&key(), json!({}))),
-            // As the origin publishes it: naming the enabled hosts (kv_model::BlocklistRecord::enabled_hosts).
-            (
-                s("blocklist"),
-                json!({"v": 1, "domains": ["evil.example"], "enabled_hosts": [HOST]}),
-            ),
+            (s("blocklist"), json!({"v": 1, "domains": ["evil.example"]})),
         ],
         vec![],
     )
@@ -1070,56 +1066,6 @@ async fn a_first_visit_reads_each_record_once() {
         s("blocklist"),
     ] {
         assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
-    }
-}
-
-/// A new isolate's first visit to a dynamic link reads two KV keys, the group's and the blocklist's, when the
-/// blocklist's record names the enabled hosts (as the origin publishes it): the host's own domain record is not
-/// read, and the token is still opened on the first-visit path (by WebCrypto). A host the list does not name is
-/// decided by its domain record, read then: served when that record says enabled, the fallback otherwise.
-#[tokio::test]
-async fn a_dynamic_first_visit_reads_two_keys_when_the_blocklist_names_the_hosts() {
-    let w = seed(Worker::start_with(Options {
-        env: vec![(s("KV_FAULTS"), s("1"))],
-        ..Options::default()
-    }))
-    .await;
-    let path = dynamic_path(
-        GROUP,
-        &token(&key(), &Payload::new("https://dest.example/two-keys")),
-    );
-    for _ in 0..2 {
-        w.visit(HOST, &path, &[])
-            .await
-            .assert_destination("https://dest.example/two-keys");
-    }
-    let reads = w.kv_reads().await;
-    for key in [format!("group:{GROUP}"), s("blocklist")] {
-        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
-    }
-    assert_eq!(reads.get(&format!("domain:{HOST}")), None, "{reads:?}");
-    assert_eq!(w.webcrypto_decrypts().await, (1, 1));
-
-    // Hosts the list does not name: their domain records decide.
-    w.put(s("domain:bare.example.com"), domain(true, None))
-        .await;
-    w.put(
-        s("domain:off.example.com"),
-        domain(false, Some("https://off.example/fallback")),
-    )
-    .await;
-    w.visit("bare.example.com", &path, &[])
-        .await
-        .assert_destination("https://dest.example/two-keys");
-    w.visit("off.example.com", &path, &[])
-        .await
-        .assert_redirect("https://off.example/fallback");
-    w.visit("none.example.com", &path, &[])
-        .await
-        .assert_redirect(DEFAULT_FALLBACK);
-    let reads = w.kv_reads().await;
-    for host in ["bare.example.com", "off.example.com"] {
-        assert!(reads.contains_key(&format!("domain:{host}")), "{reads:?}");
     }
 }
 

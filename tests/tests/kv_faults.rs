@@ -84,11 +84,7 @@ async fn with_blocklist() -> (Worker, String, String) {
         vec![
             (format!("domain:{HOST}"), domain(true, Some(HOST_FALLBACK))),
             (format!("group:{PLAIN}"), group(&key(), json!({}))),
-            // As the origin publishes it: naming the enabled hosts (kv_model::BlocklistRecord::enabled_hosts).
-            (
-                s("blocklist"),
-                json!({"v": 1, "domains": ["evil.example"], "enabled_hosts": [HOST]}),
-            ),
+            (s("blocklist"), json!({"v": 1, "domains": ["evil.example"]})),
             (
                 format!("link:{HOST}:plain"),
                 link("https://dest.example/plain", PLAIN, true),
@@ -167,49 +163,6 @@ async fn a_group_a_first_visit_read_is_the_last_good_record() {
         failed > before,
         "the group was read again, and failed: {before} → {failed}"
     );
-}
-
-/// The blocklist's record names the hosts that serve dynamic links, but a domain record the isolate holds decides,
-/// fresh or due for a reload: the two keys reach KV's caches apart, so the list may be the older word. Here the
-/// list names a host whose record says disabled: its dynamic links fall back while the record is held, past its
-/// reload (the full path reloads it) as before it.
-#[tokio::test]
-async fn a_held_domain_record_decides_over_the_blocklists_hosts() {
-    let w = start();
-    w.sync(
-        vec![
-            (format!("domain:{HOST}"), domain(false, Some(HOST_FALLBACK))),
-            (format!("group:{PLAIN}"), group(&key(), json!({}))),
-            (
-                s("blocklist"),
-                json!({"v": 1, "domains": [], "enabled_hosts": []}),
-            ),
-        ],
-        vec![],
-    )
-    .await;
-    let fine = dynamic_path(
-        PLAIN,
-        &token(&key(), &Payload::new("https://dest.example/fine")),
-    );
-    // Not named: the domain's record is read, and says disabled.
-    w.visit(HOST, &fine, &[])
-        .await
-        .assert_redirect(HOST_FALLBACK);
-    assert_eq!(w.kv_reads().await.get(&format!("domain:{HOST}")), Some(&1));
-    // A list naming the host now (written alone: the domain's record stays as it was).
-    w.put(
-        s("blocklist"),
-        json!({"v": 1, "domains": [], "enabled_hosts": [HOST]}),
-    )
-    .await;
-    w.visit(HOST, &fine, &[])
-        .await
-        .assert_redirect(HOST_FALLBACK);
-    past_the_ttl().await;
-    w.visit(HOST, &fine, &[])
-        .await
-        .assert_redirect(HOST_FALLBACK);
 }
 
 #[tokio::test]

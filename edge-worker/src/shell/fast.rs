@@ -139,7 +139,7 @@ fn persistent(
     let (blocklist, blocklist_until) = match records::fresh_blocklist(now_ms) {
         Some((list, until)) => {
             blocklist_record = list;
-            (Some(&blocklist_record.list), until)
+            (Some(blocklist_record.as_ref()), until)
         }
         // A first visit to a link the origin vouched for, on an isolate that never read the blocklist: decided
         // without it (the full path would be too), never kept.
@@ -195,49 +195,22 @@ fn dynamic(
     wanted: &mut Vec<String>,
 ) -> Option<Decided> {
     let now = i64::try_from(now_ms).ok()?;
-    // The records do not depend on each other: a first visit reads all it lacks in one round. Whether the host
-    // serves dynamic links is its domain record's to say when the isolate holds it, else the blocklist record's
-    // list of enabled hosts (kv_model::BlocklistRecord::enabled_hosts), which the origin publishes: a first visit
-    // reads the group's key and the blocklist's, not the domain's too. A record without the list (written by hand,
-    // or by an older origin) leaves the domain to the full path, which reads its record.
-    let (domain, group, platform) = (
-        records::domain_seen(host, now_ms),
+    // The three records do not depend on each other: a first visit reads all it lacks in one round.
+    let (domain, group, blocklist) = (
+        records::fresh_domain(host, now_ms),
         records::fresh_group(group_id, now_ms),
         records::fresh_blocklist(now_ms),
     );
-    // Whether the host is named by the blocklist's record in hand: `None` without one, or one without the list.
-    let listed = platform
-        .as_ref()
-        .and_then(|(platform, _)| platform.hosts.as_ref())
-        .map(|hosts| hosts.serves(host));
-    let held_platform = platform.is_some();
-    let (Some((group, group_until)), Some((platform, blocklist_until))) = (group, platform) else {
-        // The domain's record is read with the others unless the list decides: without the blocklist's record in
-        // hand, not (the record will most likely name the host: a new isolate's first visit reads two keys).
-        if matches!(domain, records::DomainSeen::NotHeld) && held_platform && listed != Some(true) {
-            wanted.push(kv_model::domain_key(host));
-        }
+    let (
+        Some((domain, domain_until)),
+        Some((group, group_until)),
+        Some((blocklist, blocklist_until)),
+    ) = (domain, group, blocklist)
+    else {
+        wanted.push(kv_model::domain_key(host));
         wanted.push(kv_model::group_key(group_id));
         wanted.push(BLOCKLIST_KEY.to_owned());
         return None;
-    };
-    // A domain record the isolate holds decides, even one due for a reload (the full path reloads it, and decides
-    // from it meanwhile): the two keys reach KV's caches apart, so the list may be the older of the two. Only a host
-    // whose record the isolate has never held (or has dropped) is decided by the list: as an enabled domain when it
-    // is named. Any fallback takes the full path, which reads the domain's record for its fallback URL (only a
-    // redirect to the destination is answered here).
-    let named;
-    let (domain, domain_until) = match (&domain, listed) {
-        (records::DomainSeen::Fresh(record, until), _) => (record.as_deref(), *until),
-        (records::DomainSeen::NotHeld, Some(true)) => {
-            named = kv_model::DomainRecord::new(true, None);
-            (Some(&named), u64::MAX)
-        }
-        (records::DomainSeen::NotHeld, _) => {
-            wanted.push(kv_model::domain_key(host));
-            return None;
-        }
-        (records::DomainSeen::Held, _) => return None,
     };
     if decision::needs_visitor(Some(&group.settings)) {
         return None;
@@ -265,19 +238,19 @@ fn dynamic(
     let visitor = Visitor::default();
     let decision = match (&opened, token.as_deref()) {
         (Some(payload), Some(token)) => decision::decide_dynamic_opened(
-            domain,
+            domain.as_deref(),
             Some(&group),
             token,
             payload,
-            Some(&platform.list),
+            Some(blocklist.as_ref()),
             &visitor,
             now / 1000,
         ),
         _ => decision::decide_dynamic(
-            domain,
+            domain.as_deref(),
             Some(&group),
             token.as_deref(),
-            Some(&platform.list),
+            Some(blocklist.as_ref()),
             &visitor,
             now / 1000,
         ),

@@ -420,7 +420,7 @@ impl Visit<'_> {
         match decision::domain_fallback(
             domain.as_deref(),
             self.config.default_fallback.as_deref(),
-            blocklist.as_deref().map(|b| &b.list),
+            blocklist.as_deref(),
         ) {
             Some(url) => Page::Fallback(url),
             None => Page::NoFallback,
@@ -547,7 +547,7 @@ async fn persistent(ctx: &Visit<'_>, host: &str, code: String, unlocking: bool) 
     let decision = decision::decide_persistent(
         link.as_deref(),
         group,
-        blocklist.as_deref().map(|b| &b.list),
+        blocklist.as_deref(),
         &visitor,
         query.as_deref(),
         now_ms,
@@ -607,7 +607,7 @@ async fn dynamic(ctx: &Visit<'_>, host: &str, group_id: String, token: Option<St
         domain.as_deref(),
         group,
         token.as_deref(),
-        blocklist.as_deref().map(|b| &b.list),
+        blocklist.as_deref(),
         &visitor,
         now_seconds,
     );

@@ -24,7 +24,6 @@ use crate::bounded::BoundedMap;
 use crate::cache::{self, TtlCache};
 use crate::config;
 use crate::decision::Group;
-use crate::enabled_hosts::EnabledHosts;
 use crate::json_record;
 use crate::loads::{Loads, Ticket, Wait, WaitStep};
 use crate::log::{self, KvWrite, Throttle, Via};
@@ -37,19 +36,10 @@ enum Cached {
     Link(Option<Rc<LinkRecord>>),
     Group(Option<Rc<Group>>),
     Domain(Option<Rc<DomainRecord>>),
-    Blocklist(Rc<Platform>),
+    Blocklist(Rc<DomainBlocklist>),
     /// The origin failed to answer for a link's group: for the TTL, the last good copy or the fallback, without
     /// asking again (a failing origin costs one slow visitor, not all).
     OriginFailed,
-}
-
-/// What the blocklist's record gives the isolate: the blocked domains, and the hosts that serve dynamic links when it
-/// names them ([`EnabledHosts`]). One `Rc` for both, so that a [`Cached`] stays a pointer wide: every function that
-/// moves one (most of this module's) is smaller for it.
-#[derive(Default)]
-pub(super) struct Platform {
-    pub(super) list: DomainBlocklist,
-    pub(super) hosts: Option<EnabledHosts>,
 }
 
 /// What one load of a KV key produced.
@@ -114,7 +104,7 @@ thread_local! {
     /// the sync route's delete.
     ///
     /// The blocklist of the last successful read; `None` until the isolate's first.
-    static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<Platform>>> = const { RefCell::new(None) };
+    static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<DomainBlocklist>>> = const { RefCell::new(None) };
     /// By KV key (`group:<id>`), what KV last had, and by [`origin_group_key`] what the origin last gave for a link
     /// whose group KV lacks: `Some(Rc<Group>)`, or `None` for a group found absent or deleted (no earlier copy may
     /// serve then); within [`config::LAST_GOOD_GROUPS_BUDGET_BYTES`], the oldest going
@@ -349,19 +339,13 @@ fn wrap_domain(text: Option<String>) -> Cached {
     Cached::Domain(parse(text, plain_records::plain_domain).map(Rc::new))
 }
 
-/// The isolate's form of KV's text for the blocklist: empty when KV has none, and the enabled hosts when its record
-/// names them.
+/// The isolate's form of KV's text for the blocklist: empty when KV has none.
 fn wrap_blocklist(text: Option<String>) -> Cached {
-    Cached::Blocklist(Rc::new(match parse(text, plain_records::plain_blocklist) {
-        Some(record) => {
-            let record: BlocklistRecord = record;
-            Platform {
-                list: record.domains.iter().collect(),
-                hosts: record.enabled_hosts.map(EnabledHosts::new),
-            }
-        }
-        None => Platform::default(),
-    }))
+    Cached::Blocklist(Rc::new(
+        parse(text, plain_records::plain_blocklist)
+            .map(|r: BlocklistRecord| r.domains.iter().collect())
+            .unwrap_or_default(),
+    ))
 }
 
 /// The isolate's form of KV's text for `group:<id>`.
@@ -419,29 +403,16 @@ pub(super) fn fresh_group(group_id: &str, now_ms: u64) -> Option<(Rc<Group>, u64
     }
 }
 
-/// A domain record as the fast path finds it in the isolate cache.
-pub(super) enum DomainSeen {
-    /// Fresh (`None`: its absence is cached), until then (UNIX ms).
-    Fresh(Option<Rc<DomainRecord>>, u64),
-    /// Held, but due for a reload or expired: the full path's to reload, and still the domain's word until then.
-    Held,
-    /// Not held at all.
-    NotHeld,
-}
-
-/// The domain record of `host` in the isolate cache ([`DomainSeen`]).
-pub(super) fn domain_seen(host: &str, now_ms: u64) -> DomainSeen {
-    let key = kv_model::domain_key(host);
-    match fresh(&key, now_ms) {
-        Some((Cached::Domain(domain), until)) => DomainSeen::Fresh(domain, until),
-        // An expiry of 0: any entry, fresh or not.
-        _ if CACHE.with(|c| c.borrow().get(&key, 0).is_some()) => DomainSeen::Held,
-        _ => DomainSeen::NotHeld,
+/// A domain record, fresh in the isolate cache (`Some(None)`: its absence is cached), and until when.
+pub(super) fn fresh_domain(host: &str, now_ms: u64) -> Option<(Option<Rc<DomainRecord>>, u64)> {
+    match fresh(&kv_model::domain_key(host), now_ms)? {
+        (Cached::Domain(domain), until) => Some((domain, until)),
+        _ => None,
     }
 }
 
-/// The blocklist's record (the blocked domains, maybe the enabled hosts), fresh in the isolate cache, and until when.
-pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<Platform>, u64)> {
+/// The blocklist, fresh in the isolate cache, and until when.
+pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)> {
     match fresh(BLOCKLIST_KEY, now_ms)? {
         (Cached::Blocklist(list), until) => Some((list, until)),
         _ => None,
@@ -805,7 +776,7 @@ impl<'a> Records<'a> {
     /// The blocked domains (empty when KV has no blocklist); when KV cannot be read, the last list read, however
     /// old; `None` when it cannot be read and never could be in this isolate (never an empty list for a failure:
     /// that would unblock every domain).
-    pub(super) async fn blocklist(&self) -> Option<Rc<Platform>> {
+    pub(super) async fn blocklist(&self) -> Option<Rc<DomainBlocklist>> {
         match self
             .entry(BLOCKLIST_KEY, || {
                 self.kv_load(BLOCKLIST_KEY, wrap_blocklist)

@@ -49,16 +49,10 @@ async fn record<T: serde::de::DeserializeOwned>(app: &TestApp, key: &str) -> Opt
 
 async fn every_change_enqueues_its_key(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    // Migration 0024: the blocklist's record is republished once, to name the enabled hosts.
-    assert_eq!(pending_keys(&app).await, ["blocklist"]);
     let domain = app.platform_domain("sho.rt").await;
     let acc = app.account(true).await;
     let keys = pending_keys(&app).await;
     assert!(keys.contains(&"domain:sho.rt".to_owned()), "{keys:?}");
-    // The blocklist's record names the enabled hosts: a new domain republishes it.
-    assert!(keys.contains(&"blocklist".to_owned()), "{keys:?}");
-    let b: BlocklistRecord = record(&app, "blocklist").await.unwrap();
-    assert_eq!(b.enabled_hosts.as_deref(), Some(&["sho.rt".to_owned()][..]));
     assert!(
         keys.contains(&format!("group:{}", acc.default_group_id)),
         "{keys:?}"
@@ -157,15 +151,9 @@ async fn every_change_enqueues_its_key(engine: Engine) {
         .disable_domain(&domain.id, &Actor::Operator)
         .await
         .unwrap();
-    assert_eq!(pending_keys(&app).await, ["domain:sho.rt", "blocklist"]);
+    assert_eq!(pending_keys(&app).await, ["domain:sho.rt"]);
     let d: DomainRecord = record(&app, "domain:sho.rt").await.unwrap();
     assert!(!d.enabled);
-    let b: BlocklistRecord = record(&app, "blocklist").await.unwrap();
-    assert_eq!(
-        b.enabled_hosts,
-        Some(vec![]),
-        "a disabled domain serves no dynamic link"
-    );
     drain(&app).await;
 
     app.db
@@ -193,29 +181,10 @@ async fn every_change_enqueues_its_key(engine: Engine) {
         b.domains,
         ["a-z.example", "a.example", "bad.example", "evil.example"]
     );
-    // The enabled hosts, in byte order too, whatever the database's collation.
-    let mut added = Vec::new();
-    for host in ["b.sho.rt", "b-z.sho.rt"] {
-        added.push(app.platform_domain(host).await);
-    }
-    let b: BlocklistRecord = record(&app, "blocklist").await.unwrap();
-    assert_eq!(
-        b.enabled_hosts.as_deref(),
-        Some(&["b-z.sho.rt".to_owned(), "b.sho.rt".to_owned()][..])
-    );
-    // Disabled again (the check below needs no platform domain to be available).
-    for domain in &added {
-        app.db
-            .disable_domain(&domain.id, &Actor::Operator)
-            .await
-            .unwrap();
-    }
-    let b: BlocklistRecord = record(&app, "blocklist").await.unwrap();
-    assert_eq!(b.enabled_hosts, Some(vec![]));
     drain(&app).await;
     // Republishing queues every key of the read model.
-    // blocklist + three domains + the default group (Promo is deleted) + one link + today's and tomorrow's salts
-    assert_eq!(app.db.republish_all().await.unwrap(), 8);
+    // blocklist + one domain + the default group (Promo is deleted) + one link + today's and tomorrow's salts
+    assert_eq!(app.db.republish_all().await.unwrap(), 6);
     let keys = all_pending_keys(&app).await;
     let today = shortlink_store::domain::Day::today().0;
     for want in [
