@@ -149,8 +149,8 @@ function storeRead(read, env) {
 }
 
 // A request whose records the isolate holds nothing of (a new isolate's first visit): the records read here, then
-// the wasm's synchronous path, with no async Rust compiled or run before the response; the records it went without
-// after it (the group's own, when the link's copy of its settings decided; the blocklist, when the origin's word
+// the wasm's synchronous path, with no async Rust compiled or run before the response (nor the isolate cache's
+// insertion: what was read is held for this answer, and cached after it); the records it went without after it (the group's own, when the link's copy of its settings decided; the blocklist, when the origin's word
 // that the link's destinations are not on it did). A link first_store could not cache (KV lacks it: the origin
 // is asked) is loaded by the full path under its read's mark, so that requests waiting for it wait for that load.
 async function firstVisit(request, env, ctx, key, plan) {
@@ -169,8 +169,9 @@ async function firstVisit(request, env, ctx, key, plan) {
   result = answered(key, request, result);
   const after = first_after();
   if (after !== undefined) {
-    // What the wasm leaves for after a response (edge-worker/src/shell/settle.rs) is done by its next `fetch`; these
-    // reads come after the response, so it is done now.
+    // What the wasm leaves for after a response (edge-worker/src/shell/settle.rs: the records this visit read, held
+    // for its answer, into the isolate cache) is done by its next `fetch`, or by a request waiting for those reads;
+    // these reads come after the response, so it is done now.
     ctx.waitUntil(
       readPlan(env, after).then((read) => {
         storeRead(read, env);

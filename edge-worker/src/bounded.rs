@@ -45,8 +45,9 @@ pub struct BoundedMap {
 
 impl BoundedMap {
     /// An empty map that holds at most `budget` bytes (estimated), made with room for its first entries: a new
-    /// isolate's first visit to a dynamic link keeps its group's record and its token's opening in such maps, and
-    /// growing an empty table is code it would otherwise compile for that ([`crate::cache::FIRST_SLOTS`] says more).
+    /// isolate keeps its first groups' records and tokens' openings in such maps (after its first answer), and
+    /// growing an empty table is code (hashbrown's `reserve_rehash`, about 1 KB of wasm per table type) that the
+    /// request which first writes one would compile for that alone.
     pub fn new(budget: usize) -> Self {
         BoundedMap {
             entries: HashMap::with_capacity_and_hasher(FIRST_SLOTS, hashing::keyed()),

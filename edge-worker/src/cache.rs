@@ -35,12 +35,6 @@ struct Entry<V> {
     value: V,
 }
 
-/// The entries a cache has room for before its table first grows. A new isolate's first request inserts its first
-/// records into an empty table, and growing one is code (hashbrown's `reserve_rehash`, about 1 KB of wasm per
-/// table type) that V8 would compile for that request alone: made with room, the table grows only later, on a
-/// request that has no new isolate's start to pay for (BENCHMARKS.md, "Cold start"). 64 entries cost about 3 KB.
-pub const FIRST_SLOTS: usize = 64;
-
 /// A map from KV key to value with one time-to-live for all entries and a size bound.
 #[derive(Debug)]
 pub struct TtlCache<V> {
@@ -50,13 +44,33 @@ pub struct TtlCache<V> {
 }
 
 impl<V: Clone> TtlCache<V> {
-    /// An empty cache whose entries live `ttl_ms` milliseconds; it holds at most `capacity` entries.
-    pub fn new(ttl_ms: u64, capacity: usize) -> Self {
+    /// An empty cache whose entries live `ttl_ms` milliseconds; it holds at most `capacity` entries. A `const`
+    /// with no table yet: a new isolate's first visit inserts nothing before its answer (the shell's records holds
+    /// what it read and caches it after), and looking up an empty map hashes nothing, so that visit compiles
+    /// neither the cache's making nor hashing; the table is made, and grows, after the response.
+    pub const fn new(ttl_ms: u64, capacity: usize) -> Self {
         TtlCache {
-            entries: HashMap::with_capacity_and_hasher(capacity.min(FIRST_SLOTS), hashing::keyed()),
+            entries: HashMap::with_hasher(hashing::keyed()),
             ttl_ms,
-            capacity: capacity.max(1),
+            capacity: if capacity == 0 { 1 } else { capacity },
         }
+    }
+
+    /// The entry of `key`, fresh or not. A new isolate's first visit looks up its records in an empty cache (it
+    /// holds what it read until after its answer): that lookup is the check of emptiness, and the table's probe
+    /// is out of line, compiled by the first lookup in a cache that holds something.
+    fn entry(&self, key: &str) -> Option<&Entry<V>> {
+        if self.entries.is_empty() {
+            None
+        } else {
+            self.probe(key)
+        }
+    }
+
+    /// [`entry`](Self::entry) in a cache that holds something.
+    #[inline(never)]
+    fn probe(&self, key: &str) -> Option<&Entry<V>> {
+        self.entries.get(key)
     }
 
     /// Changes the TTL for entries inserted from now on.
@@ -66,7 +80,7 @@ impl<V: Clone> TtlCache<V> {
 
     /// The value for `key` if it was inserted less than the TTL ago.
     pub fn get(&self, key: &str, now_ms: u64) -> Option<V> {
-        match self.entries.get(key) {
+        match self.entry(key) {
             Some(entry) if now_ms < entry.expires => Some(entry.value.clone()),
             _ => None,
         }
@@ -78,7 +92,7 @@ impl<V: Clone> TtlCache<V> {
     /// never past the entry's expiry (`refresh_at <= expires` always holds), so neither the value nor an answer
     /// kept until then outlives the TTL.
     pub fn peek_fresh(&self, key: &str, now_ms: u64) -> Option<(V, u64)> {
-        match self.entries.get(key) {
+        match self.entry(key) {
             Some(entry) if now_ms < entry.refresh_at => {
                 Some((entry.value.clone(), entry.refresh_at))
             }
@@ -104,6 +118,12 @@ impl<V: Clone> TtlCache<V> {
         }
     }
 
+    /// The instant an entry inserted at `now_ms` stops being a plain hit ([`peek_fresh`](Self::peek_fresh)).
+    pub fn refresh_at(&self, now_ms: u64) -> u64 {
+        let expires = now_ms.saturating_add(self.ttl_ms);
+        expires - self.ttl_ms / 5
+    }
+
     /// Stores `value` for `key`. With a TTL of zero nothing is stored.
     pub fn insert(&mut self, key: String, value: V, now_ms: u64) {
         if self.ttl_ms == 0 {
@@ -113,7 +133,7 @@ impl<V: Clone> TtlCache<V> {
             self.make_room(now_ms);
         }
         let expires = now_ms.saturating_add(self.ttl_ms);
-        let refresh_at = expires - self.ttl_ms / 5;
+        let refresh_at = self.refresh_at(now_ms);
         self.entries.insert(
             key,
             Entry {

@@ -25,11 +25,19 @@ pub const JOIN_FIRST_PAUSE_MS: u64 = 2;
 /// The longest pause between two looks; pauses double up to it.
 pub const JOIN_MAX_PAUSE_MS: u64 = 50;
 
+/// How many loads under way are kept in a vector, searched key by key, before the rest go to a hashed map: a new
+/// isolate's first visit starts a few (its first-visit reads) and then hashes nothing before its answer, which
+/// would otherwise compile SipHash and the map's insertion (BENCHMARKS.md, issue 28); past these, a crowd of loads
+/// (distinct links at once) costs a constant per lookup, not a walk over all of them.
+const FEW: usize = 16;
+
 /// The loads under way in one isolate, and the sync epoch.
 #[derive(Debug)]
 pub struct Loads {
-    /// By KV key: the load's number and when it started (ms).
-    under_way: HashMap<String, (u64, u64), Keyed>,
+    /// By KV key: the load's number and when it started (ms); the first [`FEW`] here, each key once in either.
+    few: Vec<(String, u64, u64)>,
+    /// The rest.
+    many: HashMap<String, (u64, u64), Keyed>,
     /// The number of the last load started.
     last_number: u64,
     /// Bumped by every sync-route write: a load that read KV before the write must not cache what it read.
@@ -63,31 +71,87 @@ impl Default for Loads {
 }
 
 impl Loads {
-    /// An isolate with no load under way, with room for a few before its table grows (a new isolate's first
-    /// request starts loads, and growing the table is code it would compile: [`crate::cache::FIRST_SLOTS`]).
-    pub fn new() -> Self {
+    /// An isolate with no load under way: a `const`, so that its thread-local needs no lazy initialisation.
+    pub const fn new() -> Self {
         Loads {
-            under_way: HashMap::with_capacity_and_hasher(16, hashing::keyed()),
+            few: Vec::new(),
+            many: HashMap::with_hasher(hashing::keyed()),
             last_number: 0,
             epoch: 0,
         }
+    }
+
+    /// The load of `key` recorded under way, however old: its number and when it started.
+    fn get(&self, key: &str) -> Option<(u64, u64)> {
+        match self.few.iter().find(|(k, ..)| k == key) {
+            Some((_, number, since)) => Some((*number, *since)),
+            None if self.many.is_empty() => None,
+            None => self.get_many(key),
+        }
+    }
+
+    /// [`get`](Self::get) in the map. Each of the map's uses is out of line: a new isolate's first visit, with a
+    /// few loads, compiles none of them.
+    #[inline(never)]
+    fn get_many(&self, key: &str) -> Option<(u64, u64)> {
+        self.many.get(key).copied()
+    }
+
+    /// Records the load `number` of `key`, started at `since`, in place of any other.
+    fn set(&mut self, key: &str, number: u64, since: u64) {
+        if let Some(load) = self.few.iter_mut().find(|(k, ..)| k == key) {
+            (load.1, load.2) = (number, since);
+        } else if self.many.is_empty() && self.few.len() < FEW {
+            self.few.push((key.to_owned(), number, since));
+        } else {
+            self.set_many(key, number, since);
+        }
+    }
+
+    /// [`set`](Self::set) of a key not in the vector: replaced in the map, else put in the vector if it has room,
+    /// else in the map.
+    #[inline(never)]
+    fn set_many(&mut self, key: &str, number: u64, since: u64) {
+        if let Some(load) = self.many.get_mut(key) {
+            *load = (number, since);
+        } else if self.few.len() < FEW {
+            self.few.push((key.to_owned(), number, since));
+        } else {
+            self.many.insert(key.to_owned(), (number, since));
+        }
+    }
+
+    /// Forgets the load of `key`.
+    fn remove(&mut self, key: &str) {
+        match self.few.iter().position(|(k, ..)| k == key) {
+            Some(i) => {
+                self.few.swap_remove(i);
+            }
+            None if self.many.is_empty() => {}
+            None => self.remove_many(key),
+        }
+    }
+
+    /// [`remove`](Self::remove) from the map.
+    #[inline(never)]
+    fn remove_many(&mut self, key: &str) {
+        self.many.remove(key);
     }
 
     /// The number of the load of `key` under way, if one started less than [`JOIN_TIMEOUT_MS`] before `now_ms`. Out
     /// of line: a new isolate's first visit calls it from several places, and each inlined copy is wasm it compiles.
     #[inline(never)]
     pub fn under_way(&self, key: &str, now_ms: u64) -> Option<u64> {
-        self.under_way
-            .get(key)
+        self.get(key)
             .filter(|(_, since)| now_ms < since.saturating_add(JOIN_TIMEOUT_MS))
-            .map(|(number, _)| *number)
+            .map(|(number, _)| number)
     }
 
     /// Marks a new load of `key` as under way (replacing a lost or older one) and returns its ticket.
     pub fn start(&mut self, key: &str, now_ms: u64) -> Ticket {
         self.last_number += 1;
         let number = self.last_number;
-        self.under_way.insert(key.to_owned(), (number, now_ms));
+        self.set(key, number, now_ms);
         Ticket {
             key: key.to_owned(),
             number,
@@ -104,11 +168,10 @@ impl Loads {
     /// is still the current load of the key: a newer load (after a sync, or replacing a lost one) stays marked.
     pub fn finish(&mut self, ticket: &Ticket) {
         if self
-            .under_way
             .get(&ticket.key)
-            .is_some_and(|(number, _)| *number == ticket.number)
+            .is_some_and(|(number, _)| number == ticket.number)
         {
-            self.under_way.remove(&ticket.key);
+            self.remove(&ticket.key);
         }
     }
 
@@ -117,7 +180,7 @@ impl Loads {
     pub fn synced<'a>(&mut self, keys: impl IntoIterator<Item = &'a str>) {
         self.epoch += 1;
         for key in keys {
-            self.under_way.remove(key);
+            self.remove(key);
         }
     }
 }
@@ -167,6 +230,42 @@ impl Wait {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first [`FEW`] loads in the vector and the rest in the map behave alike: each key is under way once,
+    /// with its newest number, until finished or synced.
+    #[test]
+    fn loads_past_the_few_are_kept_alike() {
+        let mut loads = Loads::new();
+        let keys: Vec<String> = (0..3 * FEW).map(|i| format!("link:h:{i}")).collect();
+        let tickets: Vec<Ticket> = keys.iter().map(|k| loads.start(k, 1_000)).collect();
+        assert_eq!((loads.few.len(), loads.many.len()), (FEW, 2 * FEW));
+        for (key, ticket) in keys.iter().zip(&tickets) {
+            assert_eq!(loads.under_way(key, 1_000), Some(ticket.number()));
+        }
+        // A newer load of a key in either part replaces the older one there, not beside it.
+        let (early, late) = (&keys[1], &keys[2 * FEW]);
+        let newer_early = loads.start(early, 2_000);
+        let newer_late = loads.start(late, 2_000);
+        assert_eq!((loads.few.len(), loads.many.len()), (FEW, 2 * FEW));
+        loads.finish(&tickets[1]);
+        loads.finish(&tickets[2 * FEW]);
+        assert_eq!(loads.under_way(early, 2_000), Some(newer_early.number()));
+        assert_eq!(loads.under_way(late, 2_000), Some(newer_late.number()));
+        loads.finish(&newer_early);
+        loads.finish(&newer_late);
+        assert_eq!(loads.under_way(early, 2_000), None);
+        assert_eq!(loads.under_way(late, 2_000), None);
+        // A freed place in the vector takes the next new key; the map's keys stay where they are.
+        let fresh = loads.start("link:h:new", 2_000);
+        assert_eq!(loads.under_way("link:h:new", 2_000), Some(fresh.number()));
+        assert_eq!(loads.few.len(), FEW);
+        loads.synced(keys.iter().map(String::as_str));
+        for key in &keys {
+            assert_eq!(loads.under_way(key, 2_000), None);
+        }
+        assert_eq!(loads.under_way("link:h:new", 2_000), Some(fresh.number()));
+        assert_eq!((loads.few.len(), loads.many.len()), (1, 0));
+    }
 
     #[test]
     fn loads_are_numbered_and_joined_while_fresh() {

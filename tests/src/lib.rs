@@ -250,6 +250,28 @@ impl Worker {
         self.kv_faults(Some(keys)).await
     }
 
+    /// Makes the worker's KV reads of each key of `keys` wait that many milliseconds before KV is asked, from now on
+    /// (no read fails; the keys set before are replaced). Only for a worker started with `KV_FAULTS=1`.
+    pub async fn slow_kv_reads(&self, keys: &[(&str, u64)]) {
+        let slow: serde_json::Map<String, Value> = keys
+            .iter()
+            .map(|(key, ms)| ((*key).to_owned(), json!(ms)))
+            .collect();
+        let url = format!("{}/__test/kv-faults", self.url.trim_end_matches('/'));
+        let resp = self
+            .client
+            .post(url)
+            .json(&json!({ "fail": [], "slow": slow }))
+            .send()
+            .await
+            .expect("kv-faults request");
+        assert_eq!(
+            resp.status().as_u16(),
+            200,
+            "a worker started with KV_FAULTS=1"
+        );
+    }
+
     /// How many of the worker's KV reads have failed so far (`KV_FAULTS=1` workers only).
     pub async fn failed_kv_reads(&self) -> u64 {
         self.kv_faults(None).await

@@ -16,7 +16,8 @@
 // a small HTTP server here answers as a JSON array at `dead_letters_url` in the readiness line.
 // KV_FAULTS=1 serves the worker behind a test-only entry module (below, `kvFaultsEntry`) that hands it a KV binding
 // whose reads of chosen keys fail, as a failing KV read does (a rejected promise): `POST /__test/kv-faults` with
-// `{"fail": ["group:…", "blocklist"]}` sets the keys (any host; the request never reaches the worker) and answers
+// `{"fail": ["group:…", "blocklist"], "slow": {"domain:…": 300}}` sets the keys (any host; the request never reaches
+// the worker; `slow`: reads that succeed after that many milliseconds) and answers
 // `{"fail": […], "failed_reads": n, "reads": {key: m}}`, n counting the reads failed so far and m every read of
 // each key (`GET` answers the same without changing the keys). --floor serves a JavaScript worker that answers every
 // request with a fixed 302: the benchmark's baseline for what workerd itself costs.
@@ -57,6 +58,8 @@ for (const name of [
 // keeps for the worker's life, like the worker's own caches.
 const kvFaultsEntry = `import worker from "./index.js";
 const failing = new Set();
+// Key -> milliseconds its reads wait before KV is asked: a slow read, so that other requests come while it is under way.
+const slow = new Map();
 let failedReads = 0;
 const reads = new Map();
 // The entry module's WebCrypto decryptions (a new isolate's first visit to a dynamic link opens its token so), and
@@ -77,6 +80,8 @@ function read(kv, method, key, options) {
     failedReads++;
     return Promise.reject(new Error("KV GET failed: 500 Internal Server Error (injected by the test)"));
   }
+  const ms = slow.get(key);
+  if (ms !== undefined) return new Promise((resolve) => setTimeout(resolve, ms)).then(() => kv[method](key, options));
   return kv[method](key, options);
 }
 const wrapped = new WeakMap();
@@ -100,8 +105,11 @@ export default {
   async fetch(request, env, ctx) {
     if (new URL(request.url).pathname === "/__test/kv-faults") {
       if (request.method === "POST") {
+        const body = await request.json();
         failing.clear();
-        for (const key of (await request.json()).fail ?? []) failing.add(key);
+        for (const key of body.fail ?? []) failing.add(key);
+        slow.clear();
+        for (const [key, ms] of Object.entries(body.slow ?? {})) slow.set(key, ms);
       }
       return Response.json({ fail: [...failing], failed_reads: failedReads, reads: Object.fromEntries(reads), webcrypto });
     }

@@ -1069,6 +1069,57 @@ async fn a_first_visit_reads_each_record_once() {
     }
 }
 
+/// What a new isolate's first visit reads is held for its answer and cached after it (edge-worker/README.md,
+/// "Without async Rust"), which also ends the reads' marks: a request that comes while those reads are under way
+/// waits for them, caches them itself once they are held, and is answered from them, rather than reading the keys
+/// again. Here the group's read takes 400 ms, and a second visit comes 150 ms into it; if nothing cached the held
+/// reads, the second would wait out the loads' timeout (2.5 s) and read every key again.
+#[tokio::test]
+async fn a_visit_during_a_first_visits_reads_waits_for_them() {
+    let w = Worker::start_with(Options {
+        env: vec![(s("KV_FAULTS"), s("1"))],
+        ..Options::default()
+    });
+    w.sync(
+        vec![
+            (format!("domain:{HOST}"), domain(true, Some(HOST_FALLBACK))),
+            (format!("group:{GROUP}"), group(&key(), json!({}))),
+            (s("blocklist"), json!({"v": 1, "domains": ["evil.example"]})),
+        ],
+        vec![],
+    )
+    .await;
+    w.slow_kv_reads(&[(&format!("group:{GROUP}"), 400)]).await;
+    let first = dynamic_path(
+        GROUP,
+        &token(&key(), &Payload::new("https://dest.example/first")),
+    );
+    let second = dynamic_path(
+        GROUP,
+        &token(&key(), &Payload::new("https://dest.example/second")),
+    );
+    let started = std::time::Instant::now();
+    let (a, b) = tokio::join!(w.visit(HOST, &first, &[]), async {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        w.visit(HOST, &second, &[]).await
+    });
+    a.assert_destination("https://dest.example/first");
+    b.assert_destination("https://dest.example/second");
+    let reads = w.kv_reads().await;
+    for key in [
+        format!("domain:{HOST}"),
+        format!("group:{GROUP}"),
+        s("blocklist"),
+    ] {
+        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2_000),
+        "the second visit waited for the loads' timeout: {:?}",
+        started.elapsed()
+    );
+}
+
 /// The origin's word on the blocklist (`vouched`, edge-worker/README.md): a new isolate decides a vouched link's
 /// first visit without the blocklist, which it reads after that response, and from then on every visit checks it.
 /// Shown with a word gone stale (the destination blocked since: the origin publishes such a record again without

@@ -3,9 +3,10 @@
 //! plan of those reads instead of a `Promise`: `[binding, cacheTtl, ...keys]`, each read marked as a load under way
 //! (other requests wait for it rather than read the key too, as for the full path's loads). The entry module
 //! (`edge-worker/js/entry.js`, `firstVisit`) reads the keys in one `Promise.all`, hands the texts to
-//! [`first_store`], which caches them as the full path's loads would, and calls [`first_fetch`]: the fast path
-//! again, which now holds the records and answers most first visits with no future. What it cannot answer
-//! (a password, analytics, a fallback, a link KV lacks) goes on to the full path, with the records already cached.
+//! [`first_store`], which parses them and holds them for this visit ([`records::hold_read`]; cached after the
+//! response, [`super::settle`]), and calls [`first_fetch`]: the fast path again, which now holds the records and
+//! answers most first visits with no future. What it cannot answer (a password, analytics, a fallback, a link KV
+//! lacks) goes on to the full path, with the records cached first.
 //!
 //! Why: on a new isolate V8 compiles each wasm function on its first call. The full path runs through
 //! `future_to_promise`, several async state machines and the loads' bookkeeping, all compiled on that first
@@ -59,9 +60,22 @@ fn plan_of(keys: &[&str]) -> JsValue {
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
 pub fn first_store(key: &str, text: Option<String>, read: bool, env: Env) {
+    // What KV had: held for this visit, cached after its response. A link KV lacks may be the origin's to answer,
+    // and a failed read is read again: both are stored at once.
+    if read && (text.is_some() || !key.starts_with("link:")) {
+        records::hold_read(key, text);
+    } else {
+        store_now(key, text, read, &env);
+    }
+}
+
+/// [`first_store`]'s read that is not held: a link KV lacks, or a failed read. Out of line, as the first visits
+/// that find their records never run it.
+#[inline(never)]
+fn store_now(key: &str, text: Option<String>, read: bool, env: &Env) {
     // A link KV lacks is absent for good when there is no origin to ask: the configuration is read for that alone.
     let absent_link_final =
-        read && text.is_none() && key.starts_with("link:") && !super::has_origin(&env);
+        read && text.is_none() && key.starts_with("link:") && !super::has_origin(env);
     records::store_read(key, read.then_some(text), absent_link_final);
 }
 

@@ -146,10 +146,14 @@ fn answer(
             if let Some(sealed) = fast::take_open_request() {
                 return js_sys::Uint8Array::from(sealed.as_slice()).into();
             }
+            // The records this visit read are held, not cached yet ([`records::hold_read`]): the full path looks
+            // in the cache, and would wait for the reads' own marks.
+            settle::first_settle();
         }
-        // A first visit the fast path did not answer (a fallback, analytics): WebCrypto's opening goes into the
-        // memo now, so that the full path does not open the token again with Rust's AES-GCM (its key schedule, the
-        // cipher and GHASH compiled for it); the full path compiles far more than the memo's write anyway.
+        // A first visit the fast path did not answer (a fallback, analytics): the records it read go into the
+        // cache, and WebCrypto's opening into the memo, now, so that the full path does not open the token again
+        // with Rust's AES-GCM (its key schedule, the cipher and GHASH compiled for it); the full path compiles far
+        // more than these writes anyway.
         Pass::Opened { .. } => settle::first_settle(),
     }
     full_path(req, env, ctx, now_ms)

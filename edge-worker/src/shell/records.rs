@@ -88,14 +88,16 @@ fn origin_group(record: Option<GroupRecord>) -> Cached {
 thread_local! {
     /// One cache per isolate; wasm32 Workers are single-threaded, so the `RefCell` is never contended and no
     /// borrow is held across an `.await`.
-    static CACHE: RefCell<TtlCache<Cached>> = RefCell::new(TtlCache::new(
-        config::ISOLATE_CACHE_TTL_SECONDS * 1000,
-        config::ISOLATE_CACHE_CAPACITY,
-    ));
+    static CACHE: RefCell<TtlCache<Cached>> = const {
+        RefCell::new(TtlCache::new(
+            config::ISOLATE_CACHE_TTL_SECONDS * 1000,
+            config::ISOLATE_CACHE_CAPACITY,
+        ))
+    };
     /// Loads under way, by KV key. A request that needs a key another request of the isolate is loading waits
     /// for that load to fill the cache instead of starting its own: an expired hot key, or a new link hit by a
     /// crowd before KV has it, costs one KV read (and one origin lookup) per isolate rather than one per request.
-    static LOADS: RefCell<Loads> = RefCell::new(Loads::new());
+    static LOADS: RefCell<Loads> = const { RefCell::new(Loads::new()) };
     /// The last good copies of the records whose absence would skip a check, for when a read of them fails: the
     /// isolate cache forgets an entry at its TTL (and may be cleared whole), these do not. Stale is better than
     /// none: a group's rules that may be minutes old rather than no rules (or no redirect), a blocklist that may
@@ -151,11 +153,14 @@ fn remember_group_after(key: &str, group: Option<Rc<Group>>) {
     super::settle::queued();
 }
 
-/// Makes the groups the first-visit path read since the last call the last good copies ([`remember_after`]), each
+/// Caches the records the first-visit path holds ([`hold_read`]), then makes the groups it read since the last call
+/// the last good copies ([`remember_after`]), each
 /// only while the isolate cache still holds that very read, however old: otherwise something replaced it since (a
 /// newer load, kept as the last good copy when it came, or the sync route, which forgot the group if it deleted
 /// it), and the read is no longer the last good copy. Run after the response ([`super::settle`]).
 pub(super) fn settle() {
+    // First the held reads, whose groups join the queue below as they are cached.
+    cache_held();
     let reads = TO_REMEMBER.with(|r| std::mem::take(&mut *r.borrow_mut()));
     for (key, group) in reads {
         // An expiry of 0: the entry as held, fresh or not.
@@ -285,6 +290,8 @@ async fn wait_for_load(key: &str, number: u64) -> Option<Cached> {
     let (mut wait, mut step) = Wait::new(number);
     while let WaitStep::Pause(ms) = step {
         Delay::from(Duration::from_millis(ms)).await;
+        // A first visit's reads are held until something could look for them ([`hold_read`]): this look.
+        super::settle::before_fetch();
         let now_ms = now_ms();
         let entry = CACHE.with(|c| c.borrow().get(key, now_ms));
         let under_way = LOADS.with(|l| l.borrow().under_way(key, now_ms));
@@ -379,7 +386,9 @@ fn by_serde<T: DeserializeOwned>(text: &str) -> Option<T> {
 /// plain hit, not an entry near expiry (whose reload the full path's lookup must still be offered) nor a miss.
 /// For the synchronous fast path ([`super::fast`]).
 fn fresh(key: &str, now_ms: u64) -> Option<(Cached, u64)> {
-    CACHE.with(|c| c.borrow().peek_fresh(key, now_ms))
+    CACHE
+        .with(|c| c.borrow().peek_fresh(key, now_ms))
+        .or_else(|| held(key, now_ms))
 }
 
 /// A link the isolate cache holds fresh (`Some(None)`: its absence is cached), and until when.
@@ -469,12 +478,12 @@ pub(super) fn start_read(key: &str) {
 /// when `absent_link_final` (no origin to ask: the full path would cache the same absence; with an origin, the full
 /// path asks it, under the read's mark: [`take_handover`]). A key with no read under way, or of another kind, is
 /// ignored.
+///
+/// Out of line: a first visit's reads that found their record are held instead ([`hold_read`]), and this is
+/// compiled only for what they leave (a link KV lacks, a failed read).
+#[inline(never)]
 pub(super) fn store_read(key: &str, text: Option<Option<String>>, absent_link_final: bool) {
-    let Some(ticket) = READS.with(|r| {
-        let mut reads = r.borrow_mut();
-        let i = reads.iter().position(|t| t.key() == key)?;
-        Some(reads.swap_remove(i))
-    }) else {
+    let Some(ticket) = take_read(key) else {
         return;
     };
     let may_cache = LOADS.with(|l| l.borrow().may_cache(&ticket));
@@ -483,17 +492,105 @@ pub(super) fn store_read(key: &str, text: Option<Option<String>>, absent_link_fi
         .filter(|_| may_cache)
         .and_then(|text| read_entry(key, text, absent_link_final))
     {
-        Some(entry) => {
-            remember_after(key, &entry);
-            CACHE.with(|c| c.borrow_mut().insert(key.to_owned(), entry, now_ms()));
-            drop(mark);
-            changed();
-        }
+        Some(entry) => cache_read(key, entry, mark, now_ms()),
         // A link not cached (KV lacks it and there is an origin to ask, or the read failed) is loaded next by the
         // full path of the same request, under the same mark: the requests waiting for it keep waiting, for that
         // load (one origin lookup per isolate, as ever), rather than each load it themselves.
         None if key.starts_with("link:") => HANDOVER.with(|h| *h.borrow_mut() = Some(mark)),
         None => {}
+    }
+}
+
+/// The first-visit path's read of `key`, taken off the reads under way ([`start_read`]); `None` when there is no
+/// such read (another kind of key, or one already stored).
+fn take_read(key: &str) -> Option<Ticket> {
+    READS.with(|r| {
+        let mut reads = r.borrow_mut();
+        let i = reads.iter().position(|t| t.key() == key)?;
+        Some(reads.swap_remove(i))
+    })
+}
+
+/// Caches `entry`, what the read under `mark` found at `key` at `read_at` (UNIX ms, whence its TTL runs), as the
+/// full path's [`load`] would (the sync route has not written the key since the read started: the caller checked),
+/// and ends the read's mark, which the requests waiting for it then find in the cache.
+fn cache_read(key: &str, entry: Cached, mark: Mark, read_at: u64) {
+    remember_after(key, &entry);
+    CACHE.with(|c| c.borrow_mut().insert(key.to_owned(), entry, read_at));
+    drop(mark);
+    changed();
+}
+
+/// A record the first-visit path read, parsed and held for that visit's answer ([`hold_read`]), not yet cached.
+struct Held {
+    ticket: Ticket,
+    /// `None`: not a key of a record ([`read_entry`]); only its mark is ended.
+    entry: Option<Cached>,
+    /// When it was read (UNIX ms): its time in the cache runs from then, however late it is cached.
+    read_at: u64,
+    /// The instant the record stops being a plain hit, as for an entry cached when it was read.
+    refresh_at: u64,
+}
+
+thread_local! {
+    /// The records [`hold_read`] holds until [`settle`] caches them, in the order read.
+    static HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The entry module's read of `key` for the first-visit path found `text` (`None`: KV has no such key; never for
+/// a link, whose absence may send the full path to the origin under the read's mark: [`store_read`]). Parsed now,
+/// and held for that visit's answer ([`fresh`] finds it); cached after the response ([`settle`]), with the read's
+/// mark ended then, so that a new isolate's first visit compiles neither the cache's insertion (hashing it,
+/// probing, a full cache's room) nor the loads' bookkeeping before its answer (BENCHMARKS.md, issue 28). Requests
+/// that found the read under way cache it themselves at their next look ([`wait_for_load`]).
+pub(super) fn hold_read(key: &str, text: Option<String>) {
+    let Some(ticket) = take_read(key) else {
+        return;
+    };
+    let entry = read_entry(key, text, false);
+    let read_at = now_ms();
+    let refresh_at = CACHE.with(|c| c.borrow().refresh_at(read_at));
+    HELD.with(|h| {
+        h.borrow_mut().push(Held {
+            ticket,
+            entry,
+            read_at,
+            refresh_at,
+        })
+    });
+    super::settle::queued();
+}
+
+/// A record [`hold_read`] holds for `key`, while it is a plain hit, and until when.
+fn held(key: &str, now_ms: u64) -> Option<(Cached, u64)> {
+    HELD.with(|h| {
+        let held = h.borrow();
+        let found = held.iter().find(|h| h.ticket.key() == key)?;
+        let entry = found.entry.as_ref().filter(|_| now_ms < found.refresh_at)?;
+        Some((entry.clone(), found.refresh_at))
+    })
+}
+
+/// Caches the records [`hold_read`] holds, each as [`store_read`] would have when it came (not when the sync route
+/// wrote its key since its read started; its TTL running from the read, so one cached late may already be
+/// expired, and is then only the last good copy it also becomes), and ends their marks. Out of line: run after
+/// the response.
+#[inline(never)]
+fn cache_held() {
+    let held = HELD.with(|h| std::mem::take(&mut *h.borrow_mut()));
+    for Held {
+        ticket,
+        entry,
+        read_at,
+        ..
+    } in held
+    {
+        let may_cache = LOADS.with(|l| l.borrow().may_cache(&ticket));
+        let key = ticket.key().to_owned();
+        let mark = Mark(ticket);
+        if let Some(entry) = entry.filter(|_| may_cache) {
+            cache_read(&key, entry, mark, read_at);
+        }
     }
 }
 

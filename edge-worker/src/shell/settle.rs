@@ -1,14 +1,15 @@
 //! What a first visit leaves for after its response (wasm32 only). A new isolate compiles each wasm function on its
 //! first call, so whatever its first visit runs before answering delays that answer (BENCHMARKS.md, issue 28).
-//! Writing a bounded map (the token memo, the groups' last good copies) is such code, and nothing in that visit's
-//! answer needs it: the first-visit path queues those writes, and the isolate's next `fetch` runs them first
-//! ([`before_fetch`]), before anything it does could look for them; reads the entry module makes after a response
-//! (`edge-worker/js/entry.js`) run them at once ([`first_settle`]). An isolate that never gets another request
-//! never needed them.
+//! Writing a bounded map (the token memo, the groups' last good copies) or the isolate cache (the records the visit
+//! read: [`records::hold_read`]) is such code, and nothing in that visit's answer needs it: the first-visit path
+//! queues those writes, and they run when something could look for them ([`before_fetch`]): at the start of the
+//! isolate's next `fetch`, before anything it does; at every look of a request that found one of the visit's reads
+//! under way and waits for it (the cache's writes end the reads' marks); before the full path of a first visit the
+//! fast path does not answer; and after reads the entry module makes after a response (`edge-worker/js/entry.js`,
+//! [`first_settle`]). An isolate that never gets another request never needed them.
 //!
-//! Not a timer after the response (`setTimeout` inside `waitUntil`): nothing needs the writes before the isolate's
-//! next request, and the timer would be armed before the response, by JS the first visit then runs; measured no
-//! faster (BENCHMARKS.md, issue 28).
+//! Not a timer after the response (`setTimeout` inside `waitUntil`): every reader of the writes runs them first, and
+//! the timer would be armed before the response, by JS the first visit then runs (BENCHMARKS.md, issue 28).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -34,20 +35,22 @@ pub(super) fn keep_opened(group: Rc<Group>, token: String, payload: Payload) {
     queued();
 }
 
-/// Something was queued ([`keep_opened`], or a group read by [`records`]).
+/// Something was queued ([`keep_opened`], or a record read by [`records`]).
 pub(super) fn queued() {
     QUEUED.with(|q| q.set(true));
 }
 
-/// Runs what is queued, if anything: at the start of every `fetch`, before the request is looked at.
+/// Runs what is queued, if anything: at the start of every `fetch`, before the request is looked at, and before
+/// each look of a request waiting for a load ([`records`]).
 pub(super) fn before_fetch() {
     if QUEUED.with(Cell::get) {
         first_settle();
     }
 }
 
-/// Runs what first visits left for after their responses: their tokens into the memo, the groups they read into the
-/// last good copies ([`records::settle`]). Calling it with nothing queued does nothing.
+/// Runs what first visits left for after their responses: their tokens into the memo, the records they read into
+/// the isolate cache and the groups among them into the last good copies ([`records::settle`]). Calling it with
+/// nothing queued does nothing.
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
 #[inline(never)] // out of every `fetch`'s compiled body: a new isolate's first visit runs none of it
