@@ -137,8 +137,9 @@ async function readPlan(env, plan) {
   return { keys, texts: await Promise.all(keys.map((key) => readKey(kv, key, ttl))) };
 }
 
-// Hands what a plan read back to the wasm, to be cached (which also ends the reads it marked as under way): each
-// key's text (null: KV has no such key), or that its read failed.
+// Hands what a plan read back to the wasm, held for this visit and cached after its answer (which also ends the
+// reads it marked as under way; edge-worker/src/shell/settle.rs): each key's text (null: KV has no such key), or
+// that its read failed.
 function storeRead(read, env) {
   guarded(() => {
     for (let i = 0; i < read.keys.length; i++) {
@@ -169,9 +170,9 @@ async function firstVisit(request, env, ctx, key, plan) {
   result = answered(key, request, result);
   const after = first_after();
   if (after !== undefined) {
-    // What the wasm leaves for after a response (edge-worker/src/shell/settle.rs: the records this visit read, held
-    // for its answer, into the isolate cache) is done by its next `fetch`, or by a request waiting for those reads;
-    // these reads come after the response, so it is done now.
+    // What the wasm leaves for after a response (edge-worker/src/shell/settle.rs: the records this visit read,
+    // held for its answer, into the isolate cache) is done by its next `fetch`, or by a request waiting for those
+    // reads; these reads come after the response, so it is done now.
     ctx.waitUntil(
       readPlan(env, after).then((read) => {
         storeRead(read, env);

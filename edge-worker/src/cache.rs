@@ -126,14 +126,20 @@ impl<V: Clone> TtlCache<V> {
 
     /// Stores `value` for `key`. With a TTL of zero nothing is stored.
     pub fn insert(&mut self, key: String, value: V, now_ms: u64) {
+        self.insert_read_at(key, value, now_ms, now_ms);
+    }
+
+    /// [`insert`](Self::insert) of a value read at `read_at`, whence its TTL runs, stored at `now_ms` (a new
+    /// isolate's first visit caches what it read after its answer).
+    pub fn insert_read_at(&mut self, key: String, value: V, read_at: u64, now_ms: u64) {
         if self.ttl_ms == 0 {
             return;
         }
         if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
             self.make_room(now_ms);
         }
-        let expires = now_ms.saturating_add(self.ttl_ms);
-        let refresh_at = self.refresh_at(now_ms);
+        let expires = read_at.saturating_add(self.ttl_ms);
+        let refresh_at = self.refresh_at(read_at);
         self.entries.insert(
             key,
             Entry {
@@ -179,6 +185,18 @@ impl<V: Clone> TtlCache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value stored late (a new isolate's first visit caches what it read after its answer) lives the TTL from
+    /// its read, not from its storing.
+    #[test]
+    fn a_value_stored_late_lives_from_its_read() {
+        let mut c = TtlCache::new(1_000, 10);
+        c.insert_read_at("k".into(), 1, 5_000, 5_900);
+        assert_eq!(c.get("k", 5_999), Some(1));
+        assert_eq!(c.get("k", 6_000), None);
+        assert_eq!(c.peek_fresh("k", 5_799), Some((1, 5_800)));
+        assert_eq!(c.peek_fresh("k", 5_800), None);
+    }
 
     #[test]
     fn entries_expire_after_the_ttl() {

@@ -108,14 +108,20 @@ impl Loads {
         }
     }
 
-    /// [`set`](Self::set) of a key not in the vector: replaced in the map, else put in the vector if it has room,
-    /// else in the map.
+    /// [`set`](Self::set) of a key not in the vector: replaced in the map, else put in the vector if it has room or
+    /// a lost load's place (its request cancelled before it ended it), else in the map.
     #[inline(never)]
     fn set_many(&mut self, key: &str, number: u64, since: u64) {
         if let Some(load) = self.many.get_mut(key) {
             *load = (number, since);
         } else if self.few.len() < FEW {
             self.few.push((key.to_owned(), number, since));
+        } else if let Some(lost) = self
+            .few
+            .iter_mut()
+            .find(|(_, _, started)| since >= started.saturating_add(JOIN_TIMEOUT_MS))
+        {
+            *lost = (key.to_owned(), number, since);
         } else {
             self.many.insert(key.to_owned(), (number, since));
         }
@@ -159,6 +165,13 @@ impl Loads {
         }
     }
 
+    /// Whether `ticket`'s load is still the current one of its key, however old: not replaced by a newer load (one
+    /// started after it counted as lost), not ended, not forgotten by a sync.
+    pub fn is_current(&self, ticket: &Ticket) -> bool {
+        self.get(&ticket.key)
+            .is_some_and(|(number, _)| number == ticket.number)
+    }
+
     /// Whether what the load read may go into the cache: no sync-route write happened since it started.
     pub fn may_cache(&self, ticket: &Ticket) -> bool {
         self.epoch == ticket.epoch
@@ -166,11 +179,9 @@ impl Loads {
 
     /// The load ended (with or without an entry, or because its request was cancelled). Its mark goes only if it
     /// is still the current load of the key: a newer load (after a sync, or replacing a lost one) stays marked.
+    #[inline(never)] // a new isolate's first visit ends its loads' marks after its answer: not compiled before
     pub fn finish(&mut self, ticket: &Ticket) {
-        if self
-            .get(&ticket.key)
-            .is_some_and(|(number, _)| number == ticket.number)
-        {
+        if self.is_current(ticket) {
             self.remove(&ticket.key);
         }
     }
@@ -230,6 +241,34 @@ impl Wait {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lost load (its request cancelled before it ended it) gives up its place in the vector to a new key, so
+    /// that lost marks never push every later load into the map; and a ticket is current only while its load is
+    /// the key's marked one.
+    #[test]
+    fn a_lost_loads_place_goes_to_the_next_key() {
+        let mut loads = Loads::new();
+        let lost: Vec<Ticket> = (0..FEW)
+            .map(|i| loads.start(&format!("link:h:{i}"), 1_000))
+            .collect();
+        assert!(lost.iter().all(|t| loads.is_current(t)));
+        // Before the join timeout the vector is full: the next key goes to the map.
+        let early = loads.start("link:h:early", 1_000 + JOIN_TIMEOUT_MS - 1);
+        assert_eq!((loads.few.len(), loads.many.len()), (FEW, 1));
+        let late = loads.start("link:h:late", 1_000 + JOIN_TIMEOUT_MS);
+        assert_eq!((loads.few.len(), loads.many.len()), (FEW, 1));
+        assert_eq!(
+            loads.under_way("link:h:late", 1_000 + JOIN_TIMEOUT_MS),
+            Some(late.number())
+        );
+        assert!(!loads.is_current(&lost[0]), "its place was taken");
+        assert!(loads.is_current(&early) && loads.is_current(&late));
+        // A replaced load is no longer current; the newer one is.
+        let newer = loads.start("link:h:late", 5_000);
+        assert!(!loads.is_current(&late) && loads.is_current(&newer));
+        loads.finish(&newer);
+        assert!(!loads.is_current(&newer));
+    }
 
     /// The first [`FEW`] loads in the vector and the rest in the map behave alike: each key is under way once,
     /// with its newest number, until finished or synced.

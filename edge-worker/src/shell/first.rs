@@ -55,8 +55,9 @@ fn plan_of(keys: &[&str]) -> JsValue {
     JsValue::from_str(&plan)
 }
 
-/// Caches what the entry module read for a plan's `key`: KV's `text`, `None` when KV has no such key; not `read`
-/// when the read failed (not cached: the full path reads it again, and logs a failure).
+/// Stores what the entry module read for a plan's `key`: KV's `text`, `None` when KV has no such key; not `read`
+/// when the read failed (not cached: the full path reads it again, and logs a failure). What KV had is held for
+/// this visit and cached after its answer ([`records::hold_read`]).
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
 pub fn first_store(key: &str, text: Option<String>, read: bool, env: Env) {

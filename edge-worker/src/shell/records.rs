@@ -130,14 +130,15 @@ fn remember(key: &str, entry: &Cached) {
 }
 
 thread_local! {
-    /// Groups the first-visit path read ([`store_read`]), to become the last good copies after the response
-    /// ([`settle`]).
+    /// Groups the first-visit path read ([`store_read`], or [`cache_held`] for those [`hold_read`] held), to
+    /// become the last good copies after the response ([`settle`]).
     static TO_REMEMBER: RefCell<Vec<(String, Option<Rc<Group>>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// [`remember`], for a read of the first-visit path: a group is kept as the last good copy after the response
 /// ([`settle`]), as the bounded map's insertion is code a new isolate's first visit to a dynamic link would
-/// otherwise compile before its answer (BENCHMARKS.md, issue 28). The blocklist's copy is one assignment: now.
+/// otherwise compile before its answer (BENCHMARKS.md, issue 28). The blocklist's copy is one assignment: at once
+/// (for a held read, when it is cached).
 fn remember_after(key: &str, entry: &Cached) {
     match entry {
         Cached::Group(group) => remember_group_after(key, group.clone()),
@@ -464,11 +465,25 @@ pub(super) fn start_read(key: &str) {
         let ticket = loads.start(key, now_ms);
         READS.with(|r| {
             let mut reads = r.borrow_mut();
-            // A read whose text never came back (its request cancelled) is dropped once its load counts as lost,
-            // or when another load of its key replaced it.
-            reads.retain(|t| loads.under_way(t.key(), now_ms) == Some(t.number()));
+            if !reads.is_empty() {
+                drop_lost_reads(&mut reads, &mut loads, now_ms);
+            }
             reads.push(ticket);
         });
+    });
+}
+
+/// Drops the reads whose text never came back (their requests cancelled) once their loads count as lost, or when
+/// another load of their key replaced them, and their marks with them: a lost mark left behind would hold a place
+/// among the loads for good. Out of line: a new isolate's first plan has no earlier read to look at.
+#[inline(never)]
+fn drop_lost_reads(reads: &mut Vec<Ticket>, loads: &mut Loads, now_ms: u64) {
+    reads.retain(|t| {
+        let live = loads.under_way(t.key(), now_ms) == Some(t.number());
+        if !live {
+            loads.finish(t);
+        }
+        live
     });
 }
 
@@ -516,7 +531,10 @@ fn take_read(key: &str) -> Option<Ticket> {
 /// and ends the read's mark, which the requests waiting for it then find in the cache.
 fn cache_read(key: &str, entry: Cached, mark: Mark, read_at: u64) {
     remember_after(key, &entry);
-    CACHE.with(|c| c.borrow_mut().insert(key.to_owned(), entry, read_at));
+    CACHE.with(|c| {
+        c.borrow_mut()
+            .insert_read_at(key.to_owned(), entry, read_at, now_ms())
+    });
     drop(mark);
     changed();
 }
@@ -573,8 +591,9 @@ fn held(key: &str, now_ms: u64) -> Option<(Cached, u64)> {
 
 /// Caches the records [`hold_read`] holds, each as [`store_read`] would have when it came (not when the sync route
 /// wrote its key since its read started; its TTL running from the read, so one cached late may already be
-/// expired, and is then only the last good copy it also becomes), and ends their marks. Out of line: run after
-/// the response.
+/// expired, and is then only the last good copy it also becomes), and ends their marks. A read whose load is no
+/// longer the key's current one (it counted as lost, and another request loaded the key since) is not cached: the
+/// newer load's copy stays. Out of line: run after the response.
 #[inline(never)]
 fn cache_held() {
     let held = HELD.with(|h| std::mem::take(&mut *h.borrow_mut()));
@@ -585,7 +604,10 @@ fn cache_held() {
         ..
     } in held
     {
-        let may_cache = LOADS.with(|l| l.borrow().may_cache(&ticket));
+        let may_cache = LOADS.with(|l| {
+            let loads = l.borrow();
+            loads.may_cache(&ticket) && loads.is_current(&ticket)
+        });
         let key = ticket.key().to_owned();
         let mark = Mark(ticket);
         if let Some(entry) = entry.filter(|_| may_cache) {

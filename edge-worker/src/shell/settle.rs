@@ -2,14 +2,17 @@
 //! first call, so whatever its first visit runs before answering delays that answer (BENCHMARKS.md, issue 28).
 //! Writing a bounded map (the token memo, the groups' last good copies) or the isolate cache (the records the visit
 //! read: [`records::hold_read`]) is such code, and nothing in that visit's answer needs it: the first-visit path
-//! queues those writes, and they run when something could look for them ([`before_fetch`]): at the start of the
-//! isolate's next `fetch`, before anything it does; at every look of a request that found one of the visit's reads
-//! under way and waits for it (the cache's writes end the reads' marks); before the full path of a first visit the
-//! fast path does not answer; and after reads the entry module makes after a response (`edge-worker/js/entry.js`,
-//! [`first_settle`]). An isolate that never gets another request never needed them.
+//! queues those writes, and they run at the start of the isolate's next `fetch`, before anything it does
+//! ([`before_fetch`]); at every look of a request that found one of the visit's reads under way and waits for it
+//! (the cache's writes end the reads' marks); before the full path of a first visit the fast path does not answer;
+//! and after the reads the entry module makes after a response (`edge-worker/js/entry.js`, [`first_settle`]). A
+//! request already past those points when the writes are queued does not see them until then; if it needs one of
+//! the records, it reads it itself once the read's mark counts as lost (the loads' join timeout), and the held
+//! copy is then not cached over its newer one. An isolate that never gets another request never needed them.
 //!
-//! Not a timer after the response (`setTimeout` inside `waitUntil`): every reader of the writes runs them first, and
-//! the timer would be armed before the response, by JS the first visit then runs (BENCHMARKS.md, issue 28).
+//! Not a timer after the response (`setTimeout` inside `waitUntil`): the requests that wait for the reads run the
+//! writes themselves, and the timer would be armed before the response, by JS the first visit then runs
+//! (BENCHMARKS.md, issue 28).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -55,10 +58,11 @@ pub(super) fn before_fetch() {
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
 #[inline(never)] // out of every `fetch`'s compiled body: a new isolate's first visit runs none of it
 pub fn first_settle() {
-    QUEUED.with(|q| q.set(false));
     let opened = OPENED.with(|o| std::mem::take(&mut *o.borrow_mut()));
     for (group, token, payload) in opened {
         group.keep_opened(&token, payload);
     }
     records::settle();
+    // Cleared last: the held reads queue their groups as they are cached, and this run keeps those too.
+    QUEUED.with(|q| q.set(false));
 }
