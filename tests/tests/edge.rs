@@ -1076,18 +1076,10 @@ async fn a_first_visit_reads_each_record_once() {
 /// reads, the second would wait out the loads' timeout (2.5 s) and read every key again.
 #[tokio::test]
 async fn a_visit_during_a_first_visits_reads_waits_for_them() {
-    let w = Worker::start_with(Options {
+    let w = seed(Worker::start_with(Options {
         env: vec![(s("KV_FAULTS"), s("1"))],
         ..Options::default()
-    });
-    w.sync(
-        vec![
-            (format!("domain:{HOST}"), domain(true, Some(HOST_FALLBACK))),
-            (format!("group:{GROUP}"), group(&key(), json!({}))),
-            (s("blocklist"), json!({"v": 1, "domains": ["evil.example"]})),
-        ],
-        vec![],
-    )
+    }))
     .await;
     w.slow_kv_reads(&[(&format!("group:{GROUP}"), 400)]).await;
     let first = dynamic_path(
