@@ -579,12 +579,17 @@ pub(super) fn hold_read(key: &str, text: Option<String>) {
     super::settle::queued();
 }
 
-/// A record [`hold_read`] holds for `key`, while it is a plain hit, and until when.
+/// A record [`hold_read`] holds for `key`, while it is a plain hit and no sync-route write came since its read
+/// (a first visit's later pass, after WebCrypto's await, then leaves it to the full path, as it would a cached
+/// record the sync route replaced), and until when.
 fn held(key: &str, now_ms: u64) -> Option<(Cached, u64)> {
     HELD.with(|h| {
         let held = h.borrow();
         let found = held.iter().find(|h| h.ticket.key() == key)?;
         let entry = found.entry.as_ref().filter(|_| now_ms < found.refresh_at)?;
+        if !LOADS.with(|l| l.borrow().may_cache(&found.ticket)) {
+            return None;
+        }
         Some((entry.clone(), found.refresh_at))
     })
 }
