@@ -257,19 +257,8 @@ impl Worker {
             .iter()
             .map(|(key, ms)| ((*key).to_owned(), json!(ms)))
             .collect();
-        let url = format!("{}/__test/kv-faults", self.url.trim_end_matches('/'));
-        let resp = self
-            .client
-            .post(url)
-            .json(&json!({ "fail": [], "slow": slow }))
-            .send()
-            .await
-            .expect("kv-faults request");
-        assert_eq!(
-            resp.status().as_u16(),
-            200,
-            "a worker started with KV_FAULTS=1"
-        );
+        self.kv_faults_answer(Some(json!({ "fail": [], "slow": slow })))
+            .await;
     }
 
     /// How many of the worker's KV reads have failed so far (`KV_FAULTS=1` workers only).
@@ -292,14 +281,18 @@ impl Worker {
     }
 
     async fn kv_faults(&self, set: Option<&[&str]>) -> u64 {
-        let body = self.kv_faults_answer(set).await;
+        let body = self
+            .kv_faults_answer(set.map(|keys| json!({ "fail": keys })))
+            .await;
         body["failed_reads"].as_u64().expect("failed_reads")
     }
 
-    async fn kv_faults_answer(&self, set: Option<&[&str]>) -> Value {
+    /// The test entry's answer (`tests/support/serve-worker.mjs`): after setting `set` (`{"fail": […], "slow":
+    /// {…}}`), or as it stands.
+    async fn kv_faults_answer(&self, set: Option<Value>) -> Value {
         let url = format!("{}/__test/kv-faults", self.url.trim_end_matches('/'));
         let req = match set {
-            Some(keys) => self.client.post(url).json(&json!({ "fail": keys })),
+            Some(body) => self.client.post(url).json(&body),
             None => self.client.get(url),
         };
         let resp = req.send().await.expect("kv-faults request");
