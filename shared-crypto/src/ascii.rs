@@ -7,6 +7,8 @@
 //! searches a loop over the bytes does as well (edge-worker's BENCHMARKS.md, "Cold start"). An ASCII byte never
 //! occurs inside a multi-byte UTF-8 sequence, so the index found is a char boundary and slicing there cannot panic.
 
+use alloc::string::String;
+
 /// The index of the first `byte` (ASCII) in `text`.
 pub fn find_byte(text: &str, byte: u8) -> Option<usize> {
     debug_assert!(byte.is_ascii());
@@ -44,6 +46,14 @@ pub fn trim(text: &str) -> &str {
     text.trim_ascii()
 }
 
+/// `text` copied with ASCII letters lowercased. Out of line, one copy for every caller: `str::to_ascii_lowercase`
+/// inlined is an allocation and an unrolled loop in each caller, which a new edge isolate's first request compiles
+/// once per caller (a route's code or group id, the request's host; edge-worker's BENCHMARKS.md, "Cold start").
+#[inline(never)]
+pub fn lowercase(text: &str) -> String {
+    text.to_ascii_lowercase()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +76,12 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn lowercases_ascii_letters_only() {
+        assert_eq!(lowercase("AbC-09.É"), "abc-09.É");
+        assert_eq!(lowercase(""), "");
     }
 
     #[test]

@@ -4,7 +4,7 @@ use alloc::string::String;
 
 /// Lowercases an ASCII host and removes trailing dots (`Blocked.Example.NET.` → `blocked.example.net`).
 pub fn normalize_host(host: &str) -> String {
-    crate::ascii::trim_end_byte(host, b'.').to_ascii_lowercase()
+    crate::ascii::lowercase(crate::ascii::trim_end_byte(host, b'.'))
 }
 
 #[cfg(test)]
