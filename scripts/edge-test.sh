@@ -11,7 +11,7 @@ cd "$root"
 export WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false \
   WRANGLER_HIDE_BANNER=true
 bash scripts/install-edge-toolchain.sh
-cargo test -p kv-model -p link-rules -p edge-worker
+cargo test -p kv-model -p link-rules -p first-arena -p edge-worker
 bash scripts/build-edge-worker.sh
 # The propagation tests run the real origin as a process; build it once here rather than inside a test.
 cargo build -p origin-api

@@ -54,6 +54,19 @@ mod shell;
 /// calls, and talc's allocation path is a quarter of dlmalloc's `malloc` in wasm (1.3 KB against 4.8, plus `free`
 /// and `unlink_chunk`), so a first visit compiles about 4.5 KB less (BENCHMARKS.md, issue 28). The dynamic variant
 /// grows wasm memory as needed, as dlmalloc did. Not with threads (`atomics`), which this worker never uses.
+///
+/// Behind an arena for the isolate's first allocations (the `first-arena` crate), so that a new isolate's first
+/// request compiles none of talc either: 32 KiB holds what the cold-start profile's first visits allocate (their
+/// request's strings, the records they read), and the next requests' until one does not fit; from then on every
+/// allocation is talc's. A blocklist text larger than the arena's room goes to talc on the first visit that reads
+/// it, which then compiles talc as before.
 #[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
 #[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+static ALLOCATOR: first_arena::FirstArena<talc::wasm::WasmDynamicTalc, ARENA_BYTES> =
+    first_arena::FirstArena::new(talc::wasm::new_wasm_dynamic_allocator(), &ARENA);
+
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+const ARENA_BYTES: usize = 32 * 1024;
+
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+static ARENA: first_arena::Arena<ARENA_BYTES> = first_arena::Arena::new();
