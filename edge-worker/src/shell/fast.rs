@@ -19,7 +19,7 @@ use super::records;
 use crate::bounded::BoundedMap;
 use crate::config;
 use crate::decision::{self, Decision, Group, LinkGroup, Outcome};
-use crate::reply::{self, Reply};
+use crate::reply;
 use crate::route::{self, Route};
 use crate::smart;
 use crate::visitor::Visitor;
@@ -71,7 +71,7 @@ pub(super) fn answer(
             // A new isolate's first visit has no init kept and keeps none: its redirect is built without the map,
             // whose lookup (hashing, probing) it would otherwise compile.
             let response = if first {
-                new_redirect(url, decision.status)?.0
+                new_redirect(&url, decision.status)?.0
             } else {
                 redirect(url, decision.status, keep)?
             };
@@ -392,11 +392,7 @@ fn redirect(location: String, status: u16, keep: bool) -> Option<web_sys::Respon
         if let Some(init) = kept.get::<web_sys::ResponseInit>(key.as_str()) {
             return web_sys::Response::new_with_opt_str_and_init(None, init).ok();
         }
-        let location = if status == 302 {
-            key.clone()
-        } else {
-            key[4..].to_owned()
-        };
+        let location = if status == 302 { &key[..] } else { &key[4..] };
         let (response, init, header_bytes) = new_redirect(location, status)?;
         if keep {
             // The key is charged by the map; the init holds a copy of every header (the location among them).
@@ -406,30 +402,22 @@ fn redirect(location: String, status: u16, keep: bool) -> Option<web_sys::Respon
     })
 }
 
-/// A redirect built anew: the response, its `init`, and the bytes of its headers' names and values.
+/// A redirect built anew: the response, its `init`, and the bytes of its headers' names and values. Its headers
+/// are [`reply::redirect`]'s, set from [`reply::redirect_headers`]' borrowed values rather than from a [`reply::Reply`]'s
+/// copies: a new isolate's first redirect then compiles neither the reply nor its copies (BENCHMARKS.md, issue 28).
 fn new_redirect(
-    location: String,
+    location: &str,
     status: u16,
 ) -> Option<(web_sys::Response, web_sys::ResponseInit, usize)> {
-    let reply = reply::redirect(location, status, false);
-    let init = init_for(&reply)?;
-    let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok()?;
-    let header_bytes = reply.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
-    Some((response, init, header_bytes))
-}
-
-/// The `init` (status and headers) of a bodiless `Response` (a redirect) from a [`Reply`]. `HEAD` and `GET` get
-/// the same one: a redirect has no body either way.
-fn init_for(reply: &Reply) -> Option<web_sys::ResponseInit> {
-    if !reply.body.is_empty() {
-        return None;
-    }
     let headers = web_sys::Headers::new().ok()?;
-    for (name, value) in &reply.headers {
+    let mut header_bytes = 0;
+    for (name, value) in reply::redirect_headers(location) {
         headers.set(name, value).ok()?;
+        header_bytes += name.len() + value.len();
     }
     let init = web_sys::ResponseInit::new();
-    init.set_status(reply.status);
+    init.set_status(status);
     init.set_headers(&headers);
-    Some(init)
+    let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok()?;
+    Some((response, init, header_bytes))
 }

@@ -47,8 +47,8 @@ fn plan_of(keys: &[&str]) -> JsValue {
         config::KV_PLAN_HEAD.len() + keys.iter().map(|key| key.len() + 1).sum::<usize>(),
     );
     plan.push_str(config::KV_PLAN_HEAD);
+    records::start_reads(keys);
     for key in keys {
-        records::start_read(key);
         plan.push('\n');
         plan.push_str(key);
     }

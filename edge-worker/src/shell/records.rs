@@ -452,30 +452,33 @@ pub(super) fn blocklist_never_read(now_ms: u64) -> bool {
 
 thread_local! {
     /// The reads the entry module is making for the first-visit path, each marked as a load under way
-    /// ([`start_read`]) until its text comes back ([`store_read`]).
+    /// ([`start_reads`]) until its text comes back ([`store_read`]).
     static READS: RefCell<Vec<Ticket>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Marks the entry module's read of `key` (the first-visit path's) as a load under way, as the full path marks its
-/// own: another request that needs the key meanwhile waits for it ([`wait_for_load`]) rather than read it too.
-pub(super) fn start_read(key: &str) {
+/// Marks the entry module's reads of `keys` (a first-visit plan's) as loads under way, as the full path marks its
+/// own: another request that needs a key meanwhile waits for it ([`wait_for_load`]) rather than read it too. The
+/// lost reads of earlier plans go first, once for the plan.
+pub(super) fn start_reads(keys: &[&str]) {
     let now_ms = now_ms();
     LOADS.with(|l| {
         let mut loads = l.borrow_mut();
-        let ticket = loads.start(key, now_ms);
         READS.with(|r| {
             let mut reads = r.borrow_mut();
             if !reads.is_empty() {
                 drop_lost_reads(&mut reads, &mut loads, now_ms);
             }
-            reads.push(ticket);
+            for key in keys {
+                reads.push(loads.start(key, now_ms));
+            }
         });
     });
 }
 
 /// Drops the reads whose text never came back (their requests cancelled) once their loads count as lost, or when
 /// another load of their key replaced them, and their marks with them: a lost mark left behind would hold a place
-/// among the loads for good. Out of line: a new isolate's first plan has no earlier read to look at.
+/// among the loads for good. Out of line: a new isolate's first plan has no earlier read to look at (and a plan's
+/// several keys look once, before their own marks).
 #[inline(never)]
 fn drop_lost_reads(reads: &mut Vec<Ticket>, loads: &mut Loads, now_ms: u64) {
     reads.retain(|t| {
@@ -516,7 +519,7 @@ pub(super) fn store_read(key: &str, text: Option<Option<String>>, absent_link_fi
     }
 }
 
-/// The first-visit path's read of `key`, taken off the reads under way ([`start_read`]); `None` when there is no
+/// The first-visit path's read of `key`, taken off the reads under way ([`start_reads`]); `None` when there is no
 /// such read (another kind of key, or one already stored).
 fn take_read(key: &str) -> Option<Ticket> {
     READS.with(|r| {
