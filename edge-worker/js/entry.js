@@ -184,13 +184,16 @@ async function firstVisit(request, env, ctx, key, plan) {
 }
 
 // The token first_fetch handed on (the group key, 32 bytes, the IV, 12, then the ciphertext and its tag): its
-// plaintext, or undefined when WebCrypto does not open it (the wasm then opens it itself, and gives the error any
-// such token gets).
+// plaintext as text, or undefined when WebCrypto does not open it or the plaintext is not UTF-8 (the strict decoder
+// throws; the wasm then opens the token itself, and gives the error any such token gets). A leading BOM is kept, as
+// Rust's reading keeps it. Text, so that the wasm needs no UTF-8 check of its own (edge-worker/src/shell/first.rs,
+// `first_open_fetch`).
 async function openToken(sealed) {
   try {
     const key = await crypto.subtle.importKey("raw", sealed.subarray(0, 32), "AES-GCM", false, ["decrypt"]);
     const iv = sealed.subarray(32, 44);
-    return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv }, key, sealed.subarray(44)));
+    const plaintext = await crypto.subtle.decrypt({ name: "AES-GCM", iv }, key, sealed.subarray(44));
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(plaintext);
   } catch {
     return undefined;
   }

@@ -75,12 +75,18 @@ pub fn token_memo_bytes() -> usize {
 /// A token's payload from its plaintext: by the scanner of the shape the origin and the snippets write
 /// ([`crate::plain_records::plain_payload`]), else by serde_json, which gives the same payload or the error.
 fn payload_of(plaintext: &[u8]) -> Result<Payload, TokenError> {
-    match std::str::from_utf8(plaintext)
-        .ok()
-        .and_then(crate::plain_records::plain_payload)
-    {
+    match std::str::from_utf8(plaintext) {
+        Ok(text) => payload_of_text(text),
+        Err(_) => Ok(Payload::from_json(plaintext)?),
+    }
+}
+
+/// [`payload_of`] for a plaintext already known to be UTF-8 text (WebCrypto's, decoded strictly by the entry
+/// module): no UTF-8 check of its own, which a new isolate's first visit to a dynamic link would compile for it.
+fn payload_of_text(plaintext: &str) -> Result<Payload, TokenError> {
+    match crate::plain_records::plain_payload(plaintext) {
         Some(payload) => Ok(payload),
-        None => Ok(Payload::from_json(plaintext)?),
+        None => Ok(Payload::from_json(plaintext.as_bytes())?),
     }
 }
 
@@ -157,13 +163,13 @@ impl Group {
         Some(bytes)
     }
 
-    /// The payload of `plaintext`, which another implementation of AES-GCM opened from `sealed`, as this record's
+    /// The payload of `plaintext` (UTF-8 text), which another implementation of AES-GCM opened from `sealed`, as this record's
     /// opening of `token`: only when `sealed` is what [`Group::sealed_for`] gives for `token` under this record's
     /// key (the key compared in constant time). What was opened under another key (the group's record replaced
     /// while WebCrypto worked, a rotated key) or from another token gives `None`, as does a plaintext whose payload
     /// does not read: [`Group::evaluate`] then opens the token itself, and gives the answer it gives any such token.
     /// Not kept in the memo: [`Group::keep_opened`] does that, after the response on a first visit.
-    pub fn opened_payload(&self, token: &str, sealed: &[u8], plaintext: &[u8]) -> Option<Payload> {
+    pub fn opened_payload(&self, token: &str, sealed: &[u8], plaintext: &str) -> Option<Payload> {
         let expected = self.sealed_for(token)?;
         if sealed.len() != expected.len() {
             return None;
@@ -175,7 +181,7 @@ impl Group {
         if !(same_key && rest == expected_rest) {
             return None;
         }
-        payload_of(plaintext).ok()
+        payload_of_text(plaintext).ok()
     }
 
     /// Keeps `payload` in the memo as this record's opening of `token`, so that [`Group::evaluate`] decrypts it no
@@ -1110,7 +1116,7 @@ mod tests {
         assert_eq!(&sealed[..32], key().as_bytes());
         assert_eq!(sealed.len(), 32 + raw_len(&t) - 1);
         assert_eq!(g.sealed_for("not-a-token"), None);
-        let b = br#"{"destination_url":"https://dest.example/b","expires_at":null}"#;
+        let b = r#"{"destination_url":"https://dest.example/b","expires_at":null}"#;
         // Opened under another record's key (the group's record replaced, its key rotated, while WebCrypto worked).
         let rotated = Group::from_record(GroupRecord::new(
             GroupKey::from_bytes([6; 32]).to_base64url(),
@@ -1129,7 +1135,7 @@ mod tests {
         );
         assert_eq!(g.opened_payload(&t, &sealed[..sealed.len() - 1], b), None);
         assert_eq!(g.opened_payload(&t, &[&sealed[..], &[0]].concat(), b), None);
-        let not_json = b"{\"destination_url\":\"not json";
+        let not_json = "{\"destination_url\":\"not json";
         assert_eq!(g.opened_payload(&t, &sealed, not_json), None);
         assert_eq!(g.opened_payload("not-a-token", &sealed, b), None);
         // Taken as given, and not kept until told.
@@ -1151,9 +1157,15 @@ mod tests {
             reloaded.evaluate(&t, NOW, &none).as_deref(),
             Ok("https://dest.example/a")
         );
+        // A plaintext led by a byte order mark is no payload, whichever way it came (the entry module's decoder keeps
+        // the mark, as Rust's reading of the bytes does).
+        let bom = "\u{feff}{\"destination_url\":\"https://dest.example/b\"}";
+        assert_eq!(g.opened_payload(&t, &sealed, bom), None);
+        assert!(payload_of(bom.as_bytes()).is_err());
+        assert!(payload_of(b"{\"destination_url\":\"https://dest.example/\xff\"}").is_err());
         // A payload the scanner leaves to serde_json reads the same way.
         let u = token(&Payload::new("https://dest.example/c"));
-        let escaped = br#"{"destination_url":"https:\/\/dest.example\/d","x":[1]}"#;
+        let escaped = r#"{"destination_url":"https:\/\/dest.example\/d","x":[1]}"#;
         let payload = g
             .opened_payload(&u, &g.sealed_for(&u).unwrap(), escaped)
             .unwrap();

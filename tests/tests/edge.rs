@@ -8,7 +8,7 @@ use e2e::{
 use kv_model::LinkRecord;
 use reqwest::Method;
 use serde_json::json;
-use shared_crypto::{GroupKey, Payload};
+use shared_crypto::{GroupKey, Payload, TokenCipher};
 
 const HOST: &str = "go.example.com";
 const HOST_FALLBACK: &str = "https://www.example.com/not-found";
@@ -227,7 +227,18 @@ async fn a_first_visits_token_is_opened_by_webcrypto() {
     let at = tampered.len() - 3;
     tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).expect("ascii");
-    let (w1, w2, w3) = tokio::join!(counting(), counting(), counting());
+    // Plaintexts that are not a payload's text: not UTF-8, or led by a byte order mark.
+    let cipher = TokenCipher::new(&key());
+    let not_utf8 = cipher.seal_plaintext(
+        b"{\"destination_url\":\"https://dest.example/\xff\"}",
+        [7; 12],
+    );
+    let bom = cipher.seal_plaintext(
+        "\u{feff}{\"destination_url\":\"https://dest.example/bom\"}".as_bytes(),
+        [8; 12],
+    );
+    let (w1, w2, w3, w4, w5) =
+        tokio::join!(counting(), counting(), counting(), counting(), counting());
 
     // Opened by WebCrypto: the destination with http upgraded and back_param appended; then the wasm opens the
     // next token itself, and the first one is answered from what WebCrypto opened.
@@ -259,6 +270,17 @@ async fn a_first_visits_token_is_opened_by_webcrypto() {
         .await;
     assert_eq!(v.header("location"), Some(HOST_FALLBACK));
     assert_eq!(w3.webcrypto_decrypts().await, (0, 0));
+
+    // Opened by WebCrypto, but not a payload's text: the strict decoder hands nothing on, and the wasm's own opening
+    // gives the fallback any such token gets, on the first visit as on the next (which WebCrypto is not asked for).
+    for (w, sealed) in [(&w4, &not_utf8), (&w5, &bom)] {
+        for _ in 0..2 {
+            let v = w.visit(HOST, &dynamic_path(GROUP, sealed), &[]).await;
+            assert_eq!(v.status, 302);
+            assert_eq!(v.header("location"), Some(HOST_FALLBACK));
+        }
+        assert_eq!(w.webcrypto_decrypts().await, (1, 1));
+    }
 }
 
 #[tokio::test]

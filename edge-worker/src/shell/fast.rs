@@ -275,11 +275,11 @@ pub(super) enum Pass<'a> {
     /// held nothing of), the records it lacked just read. A dynamic link's token the group's record in the isolate
     /// has not opened is handed to the entry module to open with WebCrypto ([`take_open_request`]).
     First,
-    /// `first_open_fetch`: that visit again, with what was handed on (`sealed`) and WebCrypto's plaintext of it
-    /// (`None`: it did not open it). Never hands a token on again.
+    /// `first_open_fetch`: that visit again, with what was handed on (`sealed`) and WebCrypto's plaintext of it as
+    /// text (`None`: it did not open it, or the plaintext is not UTF-8). Never hands a token on again.
     Opened {
         sealed: &'a [u8],
-        plaintext: Option<&'a [u8]>,
+        plaintext: Option<&'a str>,
     },
 }
 
