@@ -432,22 +432,27 @@ pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)>
 /// Whether the isolate holds nothing of `key` that a request could use or wait for: caching is on, the cache has no
 /// live entry for it and no load of it is under way. The first-visit path ([`super::first`]) reads such a key
 /// itself, and only such a key: an entry near expiry or a load under way is the full path's to handle. Out of line:
-/// inlined into the first-visit plan's filter, it would be a second copy that a first visit compiles as well.
+/// inlined into the first-visit plan's filter and the fast path, it would be copies that a first visit compiles
+/// each.
 #[inline(never)]
 pub(super) fn untouched(key: &str, now_ms: u64) -> bool {
-    CACHE.with(|c| {
-        let cache = c.borrow();
-        cache.is_enabled() && cache.get(key, now_ms).is_none()
-    }) && LOADS.with(|l| l.borrow().under_way(key, now_ms).is_none())
+    CACHE.with(|c| c.borrow().is_enabled()) && nothing_of(key, now_ms)
 }
 
 /// Whether the isolate has never had the blocklist: nothing cached, no load under way, no last good copy (with the
 /// isolate cache off, only until its first read). A link the origin vouched for is then decided without it
 /// ([`LinkRecord::vouched`]), by the fast path ([`super::fast`]) and the full path alike.
 pub(super) fn blocklist_never_read(now_ms: u64) -> bool {
-    CACHE.with(|c| c.borrow().get(BLOCKLIST_KEY, now_ms).is_none())
-        && LOADS.with(|l| l.borrow().under_way(BLOCKLIST_KEY, now_ms).is_none())
-        && LAST_GOOD_BLOCKLIST.with(|b| b.borrow().is_none())
+    nothing_of(BLOCKLIST_KEY, now_ms) && LAST_GOOD_BLOCKLIST.with(|b| b.borrow().is_none())
+}
+
+/// Whether the cache has no live entry for `key` and no load of it is under way: [`untouched`]'s test and
+/// [`blocklist_never_read`]'s, in one function out of line, which a first visit to a persistent link compiles once
+/// for both.
+#[inline(never)]
+fn nothing_of(key: &str, now_ms: u64) -> bool {
+    CACHE.with(|c| c.borrow().get(key, now_ms).is_none())
+        && LOADS.with(|l| l.borrow().under_way(key, now_ms).is_none())
 }
 
 thread_local! {
