@@ -122,14 +122,20 @@ pub fn parse_destination(url: &str) -> Result<Destination, DestinationError> {
 
 /// Rewrites an `http://` URL (scheme in any letter case) to `https://`; returns anything else unchanged.
 pub fn upgrade_http(url: &str) -> Cow<'_, str> {
-    match url.get(..7) {
-        Some(prefix) if prefix.eq_ignore_ascii_case("http://") => {
-            let mut upgraded = String::with_capacity(url.len() + 1);
-            upgraded.push_str("https://");
-            upgraded.push_str(&url[7..]);
-            Cow::Owned(upgraded)
-        }
-        _ => Cow::Borrowed(url),
+    // By bytes, the `://` as it is: the seven bytes folded and compared as a `str` prefix were about 0.2 KB more of
+    // the function a new edge isolate's first visit to a dynamic link compiles (crate::ascii says why that counts).
+    let bytes = url.as_bytes();
+    let http = bytes
+        .get(..4)
+        .is_some_and(|b| b.eq_ignore_ascii_case(b"http"));
+    if http && bytes.get(4..7) == Some(&b"://"[..]) {
+        let mut upgraded = String::with_capacity(url.len() + 1);
+        upgraded.push_str("https://");
+        // The first seven bytes are ASCII: 7 is a char boundary.
+        upgraded.push_str(&url[7..]);
+        Cow::Owned(upgraded)
+    } else {
+        Cow::Borrowed(url)
     }
 }
 
@@ -322,6 +328,16 @@ mod tests {
         #[test]
         fn control_characters_by_bytes(text in "[a\\x00-\\x20\\x7e-\\u{a1}\\u{100}\\u{2028}é]{0,12}") {
             prop_assert_eq!(has_control(&text), text.chars().any(char::is_control), "{:?}", text);
+        }
+
+        /// Upgrading by bytes gives what upgrading by a `str` prefix gave.
+        #[test]
+        fn upgrade_by_bytes(url in "(h|H)(t|T)?(t|T)(p|P)(s|S)?:?/{0,3}[a/é]{0,3}|httpé://a|[é]{0,2}") {
+            let by_prefix = match url.get(..7) {
+                Some(prefix) if prefix.eq_ignore_ascii_case("http://") => Cow::Owned(format!("https://{}", &url[7..])),
+                _ => Cow::Borrowed(url.as_str()),
+            };
+            prop_assert_eq!(upgrade_http(&url), by_prefix, "{}", url);
         }
 
         /// Appending by bytes gives what appending by `char` patterns gave.
