@@ -185,7 +185,7 @@ async function firstVisit(request, env, ctx, key, plan) {
 
 // The token first_fetch handed on (the group key, 32 bytes, the IV, 12, then the ciphertext and its tag): its
 // plaintext as text, or undefined when WebCrypto does not open it or the plaintext is not UTF-8 (the strict decoder
-// throws; the wasm then opens the token itself, and gives the error any such token gets). A leading BOM is kept, as
+// throws; the wasm then opens the token itself, and reads its bytes as it reads any token's). A leading BOM is kept, as
 // Rust's reading keeps it. Text, so that the wasm needs no UTF-8 check of its own (edge-worker/src/shell/first.rs,
 // `first_open_fetch`).
 async function openToken(sealed) {

@@ -337,7 +337,10 @@ mod tests {
                 Some(prefix) if prefix.eq_ignore_ascii_case("http://") => Cow::Owned(format!("https://{}", &url[7..])),
                 _ => Cow::Borrowed(url.as_str()),
             };
-            prop_assert_eq!(upgrade_http(&url), by_prefix, "{}", url);
+            let upgraded = upgrade_http(&url);
+            // Borrowed exactly when nothing changed.
+            prop_assert_eq!(matches!(upgraded, Cow::Borrowed(_)), matches!(by_prefix, Cow::Borrowed(_)));
+            prop_assert_eq!(upgraded, by_prefix, "{}", url);
         }
 
         /// Appending by bytes gives what appending by `char` patterns gave.

@@ -271,8 +271,9 @@ async fn a_first_visits_token_is_opened_by_webcrypto() {
     assert_eq!(v.header("location"), Some(HOST_FALLBACK));
     assert_eq!(w3.webcrypto_decrypts().await, (0, 0));
 
-    // Opened by WebCrypto, but not a payload's text: the strict decoder hands nothing on, and the wasm's own opening
-    // gives the fallback any such token gets, on the first visit as on the next (which WebCrypto is not asked for).
+    // Opened by WebCrypto, but not a payload's text: not UTF-8 (the strict decoder hands nothing on, and the wasm
+    // opens the token itself) or led by a byte order mark (handed on with it, and the payload's reading refuses it).
+    // The fallback either way, on the first visit as on the next (which WebCrypto is not asked for).
     for (w, sealed) in [(&w4, &not_utf8), (&w5, &bom)] {
         for _ in 0..2 {
             let v = w.visit(HOST, &dynamic_path(GROUP, sealed), &[]).await;

@@ -95,8 +95,8 @@ pub fn first_fetch(
 }
 
 /// [`first_fetch`] again, with what it handed on (`sealed`) and WebCrypto's plaintext of it, as text (`None`:
-/// WebCrypto did not open it, or it is not UTF-8; Rust's AES-GCM then opens it, and gives the same error any such
-/// token gets). Text rather than bytes: the entry module's strict `TextDecoder` checks it, and wasm-bindgen hands a
+/// WebCrypto did not open it, or it is not UTF-8; Rust's AES-GCM then opens it, and reads its bytes as it reads any
+/// token's). Text rather than bytes: the entry module's strict `TextDecoder` checks it, and wasm-bindgen hands a
 /// string over with the glue every string argument uses, so a first visit compiles no UTF-8 check of Rust's
 /// (`core::str::from_utf8`, 0.7 KB of wasm). Never hands a token on again.
 #[wasm_bindgen]
