@@ -91,11 +91,13 @@ impl Reply {
 /// [`Page::Destination`] and [`Page::Fallback`], whatever the method. The fast path sets the same headers from
 /// [`redirect_headers`] on a `Response` of its own.
 pub fn redirect(location: String, status: u16, noindex: bool) -> Reply {
+    // The location moved in, not copied from `redirect_headers`' borrowed one (its first pair).
     let mut headers: Vec<(&'static str, String)> = Vec::with_capacity(4);
+    headers.push(("Location", location));
     headers.extend(
-        redirect_headers(&location)
-            .into_iter()
-            .map(|(name, value)| (name, value.to_owned())),
+        redirect_headers("")[1..]
+            .iter()
+            .map(|&(name, value)| (name, value.to_owned())),
     );
     if noindex {
         headers.push(("X-Robots-Tag", X_ROBOTS_TAG.into()));
@@ -110,6 +112,7 @@ pub fn redirect(location: String, status: u16, noindex: bool) -> Reply {
 /// The headers of [`redirect`]'s reply to `location` when not `noindex`, borrowed: the fast path sets them on a
 /// `Response` of its own without copying the constants into `String`s first.
 pub fn redirect_headers(location: &str) -> [(&'static str, &str); 3] {
+    // The location first: `redirect` moves its own in and takes the rest from here.
     [
         ("Location", location),
         ("Cache-Control", CACHE_CONTROL),
