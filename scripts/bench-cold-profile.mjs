@@ -566,7 +566,10 @@ async function compiledFunctions() {
       const all = liftoffLines(readFileSync(ourMap, "utf8"), 0).map(([index]) => index);
       appendFileSync(process.env.COMPILED_LIST, all.join("\n") + "\n");
     }
-    const boundary = compiled.findIndex(([index]) => names.get(index)?.startsWith("first_after"));
+    let boundary = compiled.findIndex(([index]) => names.get(index)?.startsWith("first_after"));
+    // The shim is compiled first, then the export's body when binaryen left it out of the shim: both run before the
+    // response (until 2026-12-03 the body counted as after it).
+    while (boundary >= 0 && names.get(compiled[boundary + 1]?.[0])?.startsWith("first_after")) boundary++;
     const before = boundary < 0 ? compiled : compiled.slice(0, boundary + 1);
     const after = boundary < 0 ? [] : compiled.slice(boundary + 1);
     const sum = (fs) => fs.reduce((a, [index]) => a + (sizes[index] ?? 0), 0);

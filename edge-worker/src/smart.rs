@@ -63,6 +63,16 @@ pub fn vary(link: &LinkRecord) -> u32 {
 /// The first instant after `now_ms` at which a rule's time window opens or closes (UNIX ms): until then the
 /// rules' answer to the same request cannot change with the clock. `None` when no window is ahead.
 pub fn next_change(link: &LinkRecord, now_ms: i64) -> Option<i64> {
+    if link.rules.is_empty() {
+        return None;
+    }
+    window_edge(link, now_ms)
+}
+
+/// [`next_change`] for a link with rules, out of line like [`chosen`]: a new isolate's first visit to a plain link
+/// does not compile it (0.3 KB of wasm; BENCHMARKS.md, issue 28).
+#[inline(never)]
+fn window_edge(link: &LinkRecord, now_ms: i64) -> Option<i64> {
     link.rules
         .iter()
         .flat_map(|r| [r.when.after, r.when.before])

@@ -1,8 +1,8 @@
 //! The synchronous fast path (wasm32 only): a visitor request whose whole answer the isolate already holds — a
 //! live persistent link or a dynamic link, with its group and the blocklist fresh in the isolate cache, a group
 //! with no rules that look at the visitor, ending at the destination — is answered before the fetch handler
-//! returns, as a `Response` rather than a `Promise`. It reads only the method, the URL and the Host header, and
-//! builds the redirect with a handful of calls out of wasm. Anything else (a miss, an entry near expiry, a rule, a
+//! returns, as a `Response` rather than a `Promise`. It reads only the method, the URL and the Host header (one
+//! call out of wasm, `visit_line`), and builds the redirect with one call on a first visit and a handful otherwise. Anything else (a miss, an entry near expiry, a rule, a
 //! fallback, analytics, another route) returns `None` and takes the full path in `super`, which gives the same
 //! answer: the decision is the same plain code either way ([`crate::decision`], [`crate::reply`]). With the
 //! redirect it gives the instant until which the same request gets the same answer, for the entry module's
@@ -44,22 +44,18 @@ pub(super) fn answer(
     // A request answered otherwise never reports the previous answer's facts.
     ANSWER_VARY.with(|v| v.set(0));
     READ_AFTER.with(|r| r.take());
-    let method = req.method();
+    let line = visit_line(req);
+    let (method, url, host_header) = route::split_visit_line(&line)?;
     // A redirect is the same for both: no body.
-    if !matches!(method.as_str(), "GET" | "HEAD") {
+    if !matches!(method, "GET" | "HEAD") {
         return None;
     }
-    let url = req.url();
-    let (authority, path, query) = route::split_url(&url);
-    let host = req
-        .headers()
-        .get("Host")
-        .ok()
-        .flatten()
-        .and_then(|h| route::normalize_request_host(&h))
+    let (authority, path, query) = route::split_url(url);
+    let host = host_header
+        .and_then(route::normalize_request_host)
         .or_else(|| route::normalize_request_host(authority))?;
     // The answer, until when it holds, whether to keep it, and the keys to read after the response.
-    let (decision, until, keep, read_after) = match route::route(&method, path, query) {
+    let (decision, until, keep, read_after) = match route::route(method, path, query) {
         Route::Persistent { code } => persistent(req, &host, &code, query, now_ms, first, wanted)?,
         Route::Dynamic { group_id, token } => {
             dynamic(&host, &group_id, token, now_ms, pass, wanted)?
@@ -71,7 +67,7 @@ pub(super) fn answer(
             // A new isolate's first visit has no init kept and keeps none: its redirect is built without the map,
             // whose lookup (hashing, probing) it would otherwise compile.
             let response = if first {
-                new_redirect(&url, decision.status)?.0
+                first_redirect(&url, decision.status)?
             } else {
                 redirect(url, decision.status, keep)?
             };
@@ -102,9 +98,10 @@ fn persistent(
     wanted: &mut Vec<String>,
 ) -> Option<Decided> {
     let now = i64::try_from(now_ms).ok()?;
-    let Some((link, link_until)) = records::fresh_link(host, code, now_ms) else {
+    let link_key = kv_model::link_key(host, code);
+    let Some((link, link_until)) = records::fresh_link(&link_key, now_ms) else {
         // The link alone: its record carries what a first visit needs of its group and of the blocklist.
-        wanted.push(kv_model::link_key(host, code));
+        wanted.push(link_key);
         return None;
     };
     // A cached absence falls back, which needs the domain record: the full path.
@@ -116,18 +113,18 @@ fn persistent(
     }
     let mut read_after = Vec::new();
     let group_record;
-    let (settings, group_until) = match records::fresh_group(&link.group_id, now_ms) {
+    let group_key = kv_model::group_key(&link.group_id);
+    let (settings, group_until) = match records::fresh_group(&group_key, now_ms) {
         Some((group, until)) => {
             group_record = group;
             (&group_record.settings, until)
         }
         // A first visit decides from the link's copy, never kept (an answer until 0).
         None if first => {
-            let key = kv_model::group_key(&link.group_id);
-            if !records::untouched(&key, now_ms) {
+            if !records::untouched(&group_key, now_ms) {
                 return None;
             }
-            read_after.push(key);
+            read_after.push(group_key);
             (link.group_settings.as_ref()?, 0)
         }
         None => return None,
@@ -195,10 +192,12 @@ fn dynamic(
     wanted: &mut Vec<String>,
 ) -> Option<Decided> {
     let now = i64::try_from(now_ms).ok()?;
-    // The three records do not depend on each other: a first visit reads all it lacks in one round.
+    // The three records do not depend on each other: a first visit reads all it lacks in one round. Each key is
+    // built once, for its lookup and for the reads.
+    let (domain_key, group_key) = (kv_model::domain_key(host), kv_model::group_key(group_id));
     let (domain, group, blocklist) = (
-        records::fresh_domain(host, now_ms),
-        records::fresh_group(group_id, now_ms),
+        records::fresh_domain(&domain_key, now_ms),
+        records::fresh_group(&group_key, now_ms),
         records::fresh_blocklist(now_ms),
     );
     let (
@@ -207,8 +206,9 @@ fn dynamic(
         Some((blocklist, blocklist_until)),
     ) = (domain, group, blocklist)
     else {
-        wanted.push(kv_model::domain_key(host));
-        wanted.push(kv_model::group_key(group_id));
+        // Pushed one by one: `extend` would compile a `reserve` of its own for this.
+        wanted.push(domain_key);
+        wanted.push(group_key);
         wanted.push(BLOCKLIST_KEY.to_owned());
         return None;
     };
@@ -420,4 +420,47 @@ fn new_redirect(
     init.set_headers(&headers);
     let response = web_sys::Response::new_with_opt_str_and_init(None, &init).ok()?;
     Some((response, init, header_bytes))
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+export function visit_line(req) {
+  const host = req.headers.get("host");
+  return req.method + "\n" + req.url + "\n" + (host === null ? "" : "h" + host);
+}
+export function redirect_response(status, n0, v0, n1, v1, n2, v2) {
+  return new Response(null, { status, headers: [[n0, v0], [n1, v1], [n2, v2]] });
+}
+"#)]
+extern "C" {
+    /// The request's method, URL and `Host` header in one call out of wasm: `<method>\n<url>\n<h + host, or nothing
+    /// when there is no Host header>` ([`route::split_visit_line`] reads it). Four calls through web-sys (the method,
+    /// the URL, the headers, the Host) were four imports whose JavaScript and wasm glue a new isolate's first
+    /// request compiled, and four crossings on every pass of the fast path (a first visit to a dynamic link makes
+    /// three: `fetch`, `first_fetch`, `first_open_fetch`); BENCHMARKS.md, issue 28.
+    fn visit_line(req: &web_sys::Request) -> String;
+
+    /// `new Response(null, { status, headers })` with the three headers of [`reply::redirect_headers`], in one call
+    /// out of wasm: the redirect of a first-visit pass ([`first_redirect`]). It throws on a status `Response`
+    /// refuses or a header value `Headers` refuses (not a byte string, or holding NUL, CR or LF); the fast path then
+    /// answers nothing and the full path does.
+    #[wasm_bindgen(catch)]
+    fn redirect_response(
+        status: u16,
+        n0: &str,
+        v0: &str,
+        n1: &str,
+        v1: &str,
+        n2: &str,
+        v2: &str,
+    ) -> Result<web_sys::Response, JsValue>;
+}
+
+/// The redirect of a first-visit pass (`Pass::First` or `Pass::Opened`; a new isolate's first visit above all):
+/// [`new_redirect`]'s response (the same headers, [`reply::redirect_headers`]) in one call out of wasm
+/// ([`redirect_response`]), where `new_redirect` makes eight calls through six imports (a `Headers`, three `set`,
+/// an init, its status and headers, the response), each import's glue compiled on its first call. No init to
+/// keep: such a visit keeps none.
+fn first_redirect(location: &str, status: u16) -> Option<web_sys::Response> {
+    let [(n0, v0), (n1, v1), (n2, v2)] = reply::redirect_headers(location);
+    redirect_response(status, n0, v0, n1, v1, n2, v2).ok()
 }

@@ -20,20 +20,17 @@ use super::fast::Pass;
 use super::{kv, records};
 use crate::config;
 
-/// The plan of reads for the keys of `wanted` the isolate holds nothing of ([`records::untouched`]), each marked as
-/// a load under way until [`first_store`] has its text; `None` when there are none, or when the KV binding is
-/// missing (the full path logs that).
-pub(super) fn plan(env: &Env, wanted: &[String], now_ms: u64) -> Option<JsValue> {
-    let keys: Vec<&str> = wanted
-        .iter()
-        .map(String::as_str)
-        .filter(|key| records::untouched(key, now_ms))
-        .collect();
-    if keys.is_empty() {
+/// The plan of reads for the keys of `wanted` the isolate holds nothing of ([`records::untouched`]; the others are
+/// dropped from `wanted`, in place: a new `Vec` of the rest would be code a new isolate's first visit compiles),
+/// each marked as a load under way until [`first_store`] has its text; `None` when there are none, or when the KV
+/// binding is missing (the full path logs that).
+pub(super) fn plan(env: &Env, wanted: &mut Vec<String>, now_ms: u64) -> Option<JsValue> {
+    wanted.retain(|key| records::untouched(key, now_ms));
+    if wanted.is_empty() {
         return None;
     }
     kv::binding(env, config::KV_BINDING)?;
-    Some(plan_of(&keys))
+    Some(plan_of(wanted))
 }
 
 /// The plan: a line each for the KV binding's name, KV's `cacheTtl` (as the full path reads) and every key, the
@@ -41,7 +38,7 @@ pub(super) fn plan(env: &Env, wanted: &[String], now_ms: u64) -> Option<JsValue>
 /// call per element, whose glue a new isolate's first request compiles (BENCHMARKS.md, issue 28). No key holds a
 /// line break (hosts and codes are validated before a key is made of them, group ids are UUIDs, the blocklist's
 /// key is fixed).
-fn plan_of(keys: &[&str]) -> JsValue {
+fn plan_of(keys: &[String]) -> JsValue {
     // Made with room for every line: growing it would be code (`realloc`) compiled for this alone.
     let mut plan = String::with_capacity(
         config::KV_PLAN_HEAD.len() + keys.iter().map(|key| key.len() + 1).sum::<usize>(),
@@ -127,6 +124,5 @@ pub fn first_after() -> JsValue {
     }
     // The fast path found each key untouched, and the entry module calls this right after it: no other request
     // can have started a load of one in between.
-    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     plan_of(&keys)
 }

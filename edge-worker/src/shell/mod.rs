@@ -138,7 +138,7 @@ fn answer(
     }
     match pass {
         Pass::Any => {
-            if let Some(plan) = first::plan(&env, &wanted, now_ms) {
+            if let Some(plan) = first::plan(&env, &mut wanted, now_ms) {
                 return plan;
             }
         }

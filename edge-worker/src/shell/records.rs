@@ -392,30 +392,29 @@ fn fresh(key: &str, now_ms: u64) -> Option<(Cached, u64)> {
         .or_else(|| held(key, now_ms))
 }
 
-/// A link the isolate cache holds fresh (`Some(None)`: its absence is cached), and until when.
-pub(super) fn fresh_link(
-    host: &str,
-    code: &str,
-    now_ms: u64,
-) -> Option<(Option<Rc<LinkRecord>>, u64)> {
-    match fresh(&kv_model::link_key(host, code), now_ms)? {
+/// The link at `key` (`link:<host>:<code>`) the isolate cache holds fresh (`Some(None)`: its absence is cached),
+/// and until when. By its KV key, which the fast path builds once: for this lookup and, on a miss, for the reads it
+/// wants (a key built twice is code a new isolate's first visit compiles twice; BENCHMARKS.md, issue 28).
+pub(super) fn fresh_link(key: &str, now_ms: u64) -> Option<(Option<Rc<LinkRecord>>, u64)> {
+    match fresh(key, now_ms)? {
         (Cached::Link(link), until) => Some((link, until)),
         _ => None,
     }
 }
 
-/// A group KV had, fresh in the isolate cache (a cached absence is `None` here: the slow path asks the origin),
-/// and until when.
-pub(super) fn fresh_group(group_id: &str, now_ms: u64) -> Option<(Rc<Group>, u64)> {
-    match fresh(&kv_model::group_key(group_id), now_ms)? {
+/// The group at `key` (`group:<id>`) that KV had, fresh in the isolate cache (a cached absence is `None` here: the
+/// slow path asks the origin), and until when. By its KV key, as [`fresh_link`].
+pub(super) fn fresh_group(key: &str, now_ms: u64) -> Option<(Rc<Group>, u64)> {
+    match fresh(key, now_ms)? {
         (Cached::Group(group), until) => Some((group?, until)),
         _ => None,
     }
 }
 
-/// A domain record, fresh in the isolate cache (`Some(None)`: its absence is cached), and until when.
-pub(super) fn fresh_domain(host: &str, now_ms: u64) -> Option<(Option<Rc<DomainRecord>>, u64)> {
-    match fresh(&kv_model::domain_key(host), now_ms)? {
+/// The domain record at `key` (`domain:<host>`), fresh in the isolate cache (`Some(None)`: its absence is cached),
+/// and until when. By its KV key, as [`fresh_link`].
+pub(super) fn fresh_domain(key: &str, now_ms: u64) -> Option<(Option<Rc<DomainRecord>>, u64)> {
+    match fresh(key, now_ms)? {
         (Cached::Domain(domain), until) => Some((domain, until)),
         _ => None,
     }
@@ -464,7 +463,7 @@ thread_local! {
 /// Marks the entry module's reads of `keys` (a first-visit plan's) as loads under way, as the full path marks its
 /// own: another request that needs a key meanwhile waits for it ([`wait_for_load`]) rather than read it too. The
 /// lost reads of earlier plans go first, once for the plan.
-pub(super) fn start_reads(keys: &[&str]) {
+pub(super) fn start_reads(keys: &[String]) {
     let now_ms = now_ms();
     LOADS.with(|l| {
         let mut loads = l.borrow_mut();
