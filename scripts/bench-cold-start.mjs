@@ -8,7 +8,7 @@
 //   first   the first request's latency: the isolate's caches empty, KV read, the decision, the response;
 //   second  the next request's latency, for comparison;
 // and the cold start over the floor, (start + first) minus the floor's, which is what the worker itself adds; then the
-// issue-28 goals' differences against the careful worker, paired by round.
+// issue-28 goals' differences against the careful worker, paired by round, and each build's against the baseline's.
 // Two cases per worker, each on its own new isolate: the hot persistent link and a dynamic link.
 //
 // Usage: node scripts/bench-cold-start.mjs      (after scripts/build-edge-worker.sh; run by scripts/bench-edge.sh
@@ -347,6 +347,30 @@ for (const kase of cases) {
     console.log(
       `| ${kase.name} | ${worker.name} | ${f1(median(first))} (${within(first, 3)}) | ${f1(median(cold))} (${within(cold, 10)}) |`,
     );
+  }
+}
+// Each build against the baseline (BASELINE_BUILD) of the same mode, paired by round as above: what a change moved,
+// which every comparison of two builds on this noisy machine wants (before 2026-12-03 computed by hand from the
+// round lines). Negative is faster; "faster in" counts the rounds where it was.
+const baselines = workers.filter((w) => w.name.startsWith("baseline"));
+if (baselines.length) {
+  console.log("\n| case | build − baseline, paired by round | first request, ms (faster in) | start + first request, ms (faster in) |");
+  console.log("|---|---|---|---|");
+  for (const kase of cases) {
+    for (const worker of workers) {
+      if (/^(floor|careful JS|baseline)/.test(worker.name)) continue;
+      const mode = worker.name.match(/ \((listed|workerd alone)\)$/)?.[0] ?? "";
+      const base = results.get(`baseline${mode}|${kase.name}`);
+      if (!base) continue;
+      const ours = results.get(`${worker.name}|${kase.name}`);
+      const first = ours.map((s, i) => s.first - base[i].first);
+      const cold = ours.map((s, i) => s.start + s.first - (base[i].start + base[i].first));
+      const faster = (xs) => `${xs.filter((x) => x < 0).length} of ${xs.length}`;
+      const signed = (x) => (x > 0 ? "+" : x < 0 ? "−" : "") + Math.abs(x).toFixed(2);
+      console.log(
+        `| ${kase.name} | ${worker.name} | ${signed(median(first))} (${faster(first)}) | ${signed(median(cold))} (${faster(cold)}) |`,
+      );
+    }
   }
 }
 const wasm = readFileSync(join(root, process.env.EDGE_BUILD_DIR ?? "edge-worker/build", "index_bg.wasm"));
