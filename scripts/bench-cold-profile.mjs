@@ -465,6 +465,25 @@ function liftoffLines(text, from) {
   return out;
 }
 
+// The bundle's JavaScript functions V8 compiled (to bytecode, lazily: on the first call) in the map's lines from
+// `from` on, split where the wasm function `isBoundary` (by index) was compiled last: before it and after it. A
+// function compiled when the isolate started (scripts/eager-first-visit.mjs) is not among them.
+function bundleFunctions(text, from, isBoundary) {
+  const lines = text.split("\n").slice(from);
+  let boundary = -1;
+  lines.forEach((line, i) => {
+    const m = /JS:wasm-function\[(\d+)\]/.exec(line);
+    if (m && isBoundary(Number(m[1]))) boundary = i;
+  });
+  const js = [];
+  lines.forEach((line, i) => {
+    // `JS:~<name> <file>:<line>:<column>`; the bundle is the only script named index.js in the process.
+    const m = /^\S+ [0-9a-f]+ JS:~(.*?) ?(?:\S*\/)?index\.js:(\d+:\d+)$/.exec(line);
+    if (m) js.push({ name: m[1] || "(anonymous)", at: m[2], before: boundary < 0 || i <= boundary });
+  });
+  return js;
+}
+
 async function flushes() {
   // The workerd binary Miniflare runs (the `workerd` package, a CommonJS module: its export is under `default`).
   const workerd = (await import("workerd")).default.default;
@@ -581,6 +600,12 @@ async function compiledFunctions() {
     for (const [name, fs] of [["before the response", before], ["after it (waitUntil)", after]]) {
       console.log(`| ${name} | ${fs.length} | ${sum(fs)} | ${fs.reduce((a, [, m]) => a + m, 0)} |`);
     }
+    const js = bundleFunctions(readFileSync(ourMap, "utf8"), start, (index) => names.get(index)?.startsWith("first_after"));
+    const jsBefore = js.filter((f) => f.before);
+    console.log(
+      `\nJavaScript functions of the bundle compiled on the first request: ${jsBefore.length} before the response` +
+        `${jsBefore.length ? ` (${jsBefore.map((f) => `${f.name} at ${f.at}`).join(", ")})` : ""}, ${js.length - jsBefore.length} after it.`,
+    );
     console.log("\nLargest compiled before the response:\n\n| index | wasm bytes | function |\n|---|---|---|");
     for (const [index] of [...before].sort((a, b) => (sizes[b[0]] ?? 0) - (sizes[a[0]] ?? 0)).slice(0, Number(process.env.COMPILED_TOP ?? 25))) {
       console.log(`| ${index} | ${sizes[index]} | ${(names.get(index) ?? "?").replaceAll("|", "\\|").slice(0, 120)} |`);

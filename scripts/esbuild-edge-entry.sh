@@ -20,6 +20,9 @@ if [ -f ./shim.js ] && [ -f ./index.js ]; then
   # Classes workers-rs exports that this worker never uses, and their code in the wasm, stay out of the bundle
   # (scripts/trim-wasm-bindgen.mjs says why and how).
   node "$(dirname "${BASH_SOURCE[0]}")/trim-wasm-bindgen.mjs" ./index.js ./index_bg.wasm "$EDGE_ENTRY"
+  # The glue a first visit runs is compiled when the isolate starts, not on that visit
+  # (scripts/eager-first-visit.mjs says why and which).
+  node "$(dirname "${BASH_SOURCE[0]}")/eager-first-visit.mjs" ./index.js
   cp "$EDGE_ENTRY" ./shim.js
   # The entry's own module (its kept answers, a file of its own to be tested under Node) goes beside it for the
   # bundle, and away again after it: only index.js and the wasm are the build's output.

@@ -12,14 +12,17 @@
 // change to the isolate's records (a load, a reload, the sync route) makes it forget every answer at once
 // (`on_records_change`). A smart link's redirect also depends on the visitor facts its rules read (User-Agent,
 // country, Accept-Language; `answer_vary`): it is kept under those facts as well, so that one visitor is never
-// given another's destination. The decision stays Rust's: this is a memo of its result with Rust's own expiry. The answers
-// are bounded in number and in bytes (./kept-answers.mjs).
+// given another's destination. The decision stays Rust's: this is a memo of its result with Rust's own expiry. The
+// answers are bounded in number and in bytes (./kept-answers.mjs).
 // And it reads a new isolate's first records. When the wasm holds nothing of the records a visit needs, its `fetch`
 // returns a plan of KV reads (a string) rather than a Promise; `firstVisit` below reads them in one round, hands the
 // texts back, and calls the wasm's synchronous path again, so that no async Rust is compiled or run before that
 // response (edge-worker/src/shell/first.rs). A dynamic link's token on that visit is opened here, with WebCrypto.
 // Named imports, not `import * as`: esbuild then leaves out what the entry never uses (the classes workers-rs
 // exports for features this worker has no use for), which makes the bundle smaller to parse on a new isolate.
+// The functions a first visit runs are written `const f = (function f(…) {…});`: V8 compiles a function in
+// parentheses with the script, when the isolate starts, rather than lazily on that visit (esbuild keeps the
+// parentheses; scripts/eager-first-visit.mjs does the same for wasm-bindgen's glue, and says why).
 import {
   __wbg_reset_state,
   __worker_init_state,
@@ -41,7 +44,7 @@ Error.stackTraceLimit = 100;
 const initState = __worker_init_state();
 
 // After a trap the module's memory may hold half-done state: start it afresh before running anything in it.
-function checkReinitialize() {
+const checkReinitialize = (function checkReinitialize() {
   if (initState.criticalError) {
     console.log("Reinitializing Wasm application");
     __wbg_reset_state();
@@ -51,7 +54,7 @@ function checkReinitialize() {
     forgetAnswers();
     on_records_change(forgetAnswers);
   }
-}
+});
 
 function markCritical(e) {
   if (e instanceof WebAssembly.RuntimeError) {
@@ -74,7 +77,7 @@ on_records_change(forgetAnswers);
 
 // The key of a request whose answer may be kept: GET and HEAD only (their redirect is the same). A URL holds no
 // line break, so the two parts cannot run into each other, and a request without a Host header gets a key of its own.
-function answerKey(request) {
+const answerKey = (function answerKey(request) {
   const method = request.method;
   if (method !== "GET" && method !== "HEAD") return undefined;
   const url = request.url;
@@ -83,15 +86,16 @@ function answerKey(request) {
   if (host === null) return url;
   // A host name is at most 253 characters; with a port, a few more.
   return host.length > 300 ? undefined : url + "\n" + host;
-}
+});
 
-// Runs a call into wasm with the recovery around it: a trap while it runs, or later in the Promise it returned,
-// marks the module for a reset before the next request.
-function guarded(call) {
+// Runs `call(a1, a2, a3, a4, a5)`, a call into wasm, with the recovery around it: a trap while it runs, or later in
+// the Promise it returned, marks the module for a reset before the next request. The call's arguments are passed,
+// not closed over: a closure is one more function for a first visit to compile.
+const guarded = (function guarded(call, a1, a2, a3, a4, a5) {
   checkReinitialize();
   let result;
   try {
-    result = call();
+    result = call(a1, a2, a3, a4, a5);
   } catch (e) {
     markCritical(e);
     throw e;
@@ -103,10 +107,10 @@ function guarded(call) {
     });
   }
   return result;
-}
+});
 
 // Keeps a redirect the wasm answered with, for as long as it says (answer_until), under the request's key.
-function answered(key, request, result) {
+const answered = (function answered(key, request, result) {
   if (key !== undefined && result instanceof Response) {
     const until = answer_until();
     if (until > Date.now()) {
@@ -116,48 +120,49 @@ function answered(key, request, result) {
     }
   }
   return result;
-}
+});
 
 // One KV read: the text, null when KV has no such key, undefined when the read failed (the wasm's full path then
 // reads the key again, and logs the failure).
-function readKey(kv, key, cacheTtl) {
+const readKey = (function readKey(kv, key, cacheTtl) {
   try {
     return kv.get(key, { cacheTtl }).catch(() => undefined);
   } catch {
     return undefined;
   }
-}
+});
 
 // A plan from the wasm (a line each for the KV binding, cacheTtl and every key; edge-worker/src/shell/first.rs): its
 // keys read in one round.
-async function readPlan(env, plan) {
+const readPlan = (async function readPlan(env, plan) {
   const [binding, cacheTtl, ...keys] = plan.split("\n");
   const kv = env[binding];
   const ttl = Number(cacheTtl);
-  return { keys, texts: await Promise.all(keys.map((key) => readKey(kv, key, ttl))) };
-}
+  const reads = [];
+  for (const key of keys) reads.push(readKey(kv, key, ttl));
+  return { keys, texts: await Promise.all(reads) };
+});
 
 // Hands what a plan read back to the wasm, held for this visit and cached after its answer (which also ends the
 // reads it marked as under way; edge-worker/src/shell/settle.rs): each key's text (null: KV has no such key), or
 // that its read failed.
-function storeRead(read, env) {
-  guarded(() => {
-    for (let i = 0; i < read.keys.length; i++) {
-      const text = read.texts[i];
-      first_store(read.keys[i], text ?? undefined, text !== undefined, env);
-    }
-  });
-}
+const storeRead = (function storeRead(read, env) {
+  for (let i = 0; i < read.keys.length; i++) {
+    const text = read.texts[i];
+    guarded(first_store, read.keys[i], text ?? undefined, text !== undefined, env);
+  }
+});
 
 // A request whose records the isolate holds nothing of (a new isolate's first visit): the records read here, then
 // the wasm's synchronous path, with no async Rust compiled or run before the response (nor the isolate cache's
-// insertion: what was read is held for this answer, and cached after it); the records it went without after it (the group's own, when the link's copy of its settings decided; the blocklist, when the origin's word
-// that the link's destinations are not on it did). A link first_store could not cache (KV lacks it: the origin
+// insertion: what was read is held for this answer, and cached after it); the records it went without after it
+// (the group's own, when the link's copy of its settings decided; the blocklist, when the origin's word that the
+// link's destinations are not on it did). A link first_store could not cache (KV lacks it: the origin
 // is asked) is loaded by the full path under its read's mark, so that requests waiting for it wait for that load.
-async function firstVisit(request, env, ctx, key, plan) {
+const firstVisit = (async function firstVisit(request, env, ctx, key, plan) {
   const read = await readPlan(env, plan);
   storeRead(read, env);
-  let result = guarded(() => first_fetch(request, env, ctx));
+  let result = guarded(first_fetch, request, env, ctx);
   // A dynamic link's token the group's record has not opened, handed on: opened with WebCrypto, whose AES-GCM is
   // native code already there, rather than by the wasm's, which a new isolate would compile first (about 15 KB of
   // it; edge-worker/src/shell/fast.rs, `hand_on`). What was handed on goes back with the plaintext: the wasm decides
@@ -165,7 +170,7 @@ async function firstVisit(request, env, ctx, key, plan) {
   if (result instanceof Uint8Array) {
     const sealed = result;
     const plaintext = await openToken(sealed);
-    result = guarded(() => first_open_fetch(request, env, ctx, sealed, plaintext));
+    result = guarded(first_open_fetch, request, env, ctx, sealed, plaintext);
   }
   result = answered(key, request, result);
   const after = first_after();
@@ -181,37 +186,40 @@ async function firstVisit(request, env, ctx, key, plan) {
     );
   }
   return result;
-}
+});
 
 // The token first_fetch handed on (the group key, 32 bytes, the IV, 12, then the ciphertext and its tag): its
 // plaintext as text, or undefined when WebCrypto does not open it or the plaintext is not UTF-8 (the strict decoder
 // throws; the wasm then opens the token itself, and reads its bytes as it reads any token's). A leading BOM is kept, as
 // Rust's reading keeps it. Text, so that the wasm needs no UTF-8 check of its own (edge-worker/src/shell/first.rs,
 // `first_open_fetch`).
-async function openToken(sealed) {
+const openToken = (async function openToken(sealed) {
   try {
     const key = await crypto.subtle.importKey("raw", sealed.subarray(0, 32), "AES-GCM", false, ["decrypt"]);
     const iv = sealed.subarray(32, 44);
     const plaintext = await crypto.subtle.decrypt({ name: "AES-GCM", iv }, key, sealed.subarray(44));
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(plaintext);
+    return strictUtf8.decode(plaintext);
   } catch {
     return undefined;
   }
-}
+});
+// Made once: a decoder keeps no state between calls to `decode` without `stream`.
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 export default {
-  fetch(request, env, ctx) {
+  fetch: (function fetch(request, env, ctx) {
     // After a trap, everything goes to the module first, which resets.
     const key = initState.criticalError ? undefined : answerKey(request);
-    if (key !== undefined) {
+    // Nothing kept (a new isolate's first visit, or since the records changed): nothing to look up.
+    if (key !== undefined && answers.size !== 0) {
       const kept = answers.answer(key, request, Date.now());
       if (kept !== undefined) return new Response(null, kept.init);
     }
-    const result = guarded(() => wasmFetch(request, env, ctx));
+    const result = guarded(wasmFetch, request, env, ctx);
     if (typeof result === "string") return firstVisit(request, env, ctx, key, result);
     return answered(key, request, result);
-  },
+  }),
   queue(batch, env, ctx) {
-    return guarded(() => wasmQueue(batch, env, ctx));
+    return guarded(wasmQueue, batch, env, ctx);
   },
 };

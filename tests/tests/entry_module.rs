@@ -1,11 +1,22 @@
-//! The edge worker's JavaScript entry module, under Node: its kept answers stay within their bounds (count and
-//! bytes), tested directly in `edge-worker/js/kept-answers.test.mjs` (the worker in workerd cannot show its memory).
-//! Needs no build: the module is plain JavaScript, bundled as it is.
+//! The edge worker's JavaScript, under Node: the entry module's kept answers stay within their bounds (count and
+//! bytes), tested directly in `edge-worker/js/kept-answers.test.mjs` (the worker in workerd cannot show its memory);
+//! and the build's rewrite of wasm-bindgen's glue (`scripts/eager-first-visit.mjs`) puts the functions it is told
+//! of in parentheses, changing nothing else, in a form esbuild's bundle keeps. Needs no build: plain JavaScript.
 
 use std::process::Command;
 
 #[test]
 fn kept_answers_stay_within_their_byte_budget() {
+    node_test("edge-worker/js/kept-answers.test.mjs");
+}
+
+#[test]
+fn the_glue_a_first_visit_runs_is_compiled_with_the_script() {
+    node_test("scripts/eager-first-visit.test.mjs");
+}
+
+/// Runs `file` (relative to the repository) with `node --test`; every test in it must pass, and there must be some.
+fn node_test(file: &str) {
     let root = e2e::root();
     let node = root.join("node_modules/.bin/node");
     assert!(
@@ -15,7 +26,7 @@ fn kept_answers_stay_within_their_byte_budget() {
     );
     let out = Command::new(node)
         .arg("--test")
-        .arg(root.join("edge-worker/js/kept-answers.test.mjs"))
+        .arg(root.join(file))
         .current_dir(&root)
         .output()
         .expect("run node --test");

@@ -2,11 +2,11 @@
 //! live persistent link or a dynamic link, with its group and the blocklist fresh in the isolate cache, a group
 //! with no rules that look at the visitor, ending at the destination — is answered before the fetch handler
 //! returns, as a `Response` rather than a `Promise`. It reads only the method, the URL and the Host header (one
-//! call out of wasm, `visit_line`), and builds the redirect with one call on a first visit and a handful otherwise. Anything else (a miss, an entry near expiry, a rule, a
-//! fallback, analytics, another route) returns `None` and takes the full path in `super`, which gives the same
-//! answer: the decision is the same plain code either way ([`crate::decision`], [`crate::reply`]). With the
-//! redirect it gives the instant until which the same request gets the same answer, for the entry module's
-//! answers (`edge-worker/js/entry.js`).
+//! call out of wasm, `visit_line`), and builds the redirect with one call on a first visit and a handful
+//! otherwise. Anything else (a miss, an entry near expiry, a rule, a fallback, analytics, another route) returns
+//! `None` and takes the full path in `super`, which gives the same answer: the decision is the same plain code
+//! either way ([`crate::decision`], [`crate::reply`]). With the redirect it gives the instant until which the same
+//! request gets the same answer, for the entry module's answers (`edge-worker/js/entry.js`).
 
 use std::cell::{Cell, RefCell};
 
@@ -422,14 +422,16 @@ fn new_redirect(
     Some((response, init, header_bytes))
 }
 
+// Each in parentheses: V8 compiles it with the script, when the isolate starts, not on the first visit that calls it
+// (scripts/eager-first-visit.mjs says why).
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
-export function visit_line(req) {
+export const visit_line = (function visit_line(req) {
   const host = req.headers.get("host");
   return req.method + "\n" + req.url + "\n" + (host === null ? "" : "h" + host);
-}
-export function redirect_response(status, n0, v0, n1, v1, n2, v2) {
+});
+export const redirect_response = (function redirect_response(status, n0, v0, n1, v1, n2, v2) {
   return new Response(null, { status, headers: [[n0, v0], [n1, v1], [n2, v2]] });
-}
+});
 "#)]
 extern "C" {
     /// The request's method, URL and `Host` header in one call out of wasm: `<method>\n<url>\n<h + host, or nothing

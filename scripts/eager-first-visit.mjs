@@ -1,0 +1,135 @@
+// Has V8 compile, when a new isolate starts, the JavaScript glue that a first visit runs, rather than on that visit.
+// V8 compiles a function lazily, on its first call, unless the function expression is wrapped in parentheses
+// (`(function …)`), which its parser takes as a sign that the function runs at once: it is compiled with the script.
+// A new isolate's first visit called about forty functions of wasm-bindgen's glue (index.js: the exports' wrappers,
+// the string and externref helpers, a shim per import the wasm calls) and of the entry module; compiled lazily, they
+// took about 0.5 ms of that visit (BENCHMARKS.md, "Cold start, issue 28": V8's function events, perf, and the
+// latency paired by round). Compiled with the script, they cost the isolate's start instead (where they replace
+// the preparse of the same functions), which Cloudflare runs while the visitor's TLS handshake is still under way.
+// esbuild keeps such parentheses in the bundle. The entry module's own functions are written so
+// (edge-worker/js/entry.js), and so are the fast path's imports (edge-worker/src/shell/fast.rs).
+//
+// Only the functions in the lists below: each costs the start its compilation, used or not, and most of the glue
+// (the full path's imports, the queue's, the sync route's) is not used by a first visit. The lists are what a first
+// visit to a persistent and to a dynamic link runs, read from a build with every function made eager
+// (EAGER_FIRST_VISIT=all) and V8's function events; `node scripts/bench-cold-profile.mjs compiled` lists the
+// bundle's functions a first visit still compiles. A listed name that index.js no longer has fails the build, so
+// that the list follows the glue. Imports are named as wasm-bindgen names them (`__wbg_<name>_<hash>`) without the
+// hash; a cast by what it casts.
+//
+// Run by scripts/esbuild-edge-entry.sh in worker-build's staging directory, on wasm-bindgen's ./index.js, before
+// the bundle: a top-level function chosen becomes `const NAME = (function NAME(…) {…});` (exported as before), an
+// import chosen `KEY: (function(…) {…}),`. wasm-bindgen writes each at column 0 (an import at 8 spaces), closed by
+// the first `}` at the same indentation; anything else is left as it is.
+//
+// Usage: node eager-first-visit.mjs INDEX_JS      (rewritten in place)
+import { readFileSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+// wasm-bindgen's top-level functions a first visit runs: the wrappers of the exports it calls, and their helpers.
+export const TOP_LEVEL = [
+  "fetch",
+  "first_store",
+  "first_fetch",
+  "first_open_fetch",
+  "first_after",
+  "answer_until",
+  "__wbg_call_guard",
+  "addToExternrefTable0",
+  "takeFromExternrefTable0",
+  "getStringFromWasm0",
+  "getArrayU8FromWasm0",
+  "getUint8ArrayMemory0",
+  "getDataViewMemory0",
+  "getInt32ArrayMemory0",
+  "decodeText",
+  "isLikeNone",
+  "passStringToWasm0",
+  "passArray8ToWasm0",
+];
+
+// The imports a first visit calls.
+export const IMPORTS = [
+  "visit_line",
+  "redirect_response",
+  "now",
+  "get",
+  "new_from_slice",
+  "__wbindgen_string_get",
+  "__wbindgen_is_object",
+  "__wbindgen_is_undefined",
+  "__wbindgen_is_string",
+  "cast Ref(String) -> Externref",
+];
+
+/**
+ * `source` (wasm-bindgen's index.js) with the functions named in `topLevel` and `imports` in parentheses (`all`:
+ * every one it recognises). Returns the new text, how many functions it changed, and the listed names it did not
+ * find.
+ */
+export function makeEager(source, { topLevel = TOP_LEVEL, imports = IMPORTS, all = false } = {}) {
+  const lines = source.split("\n");
+  const wantTop = new Set(topLevel);
+  const wantImport = new Set(imports);
+  const found = new Set();
+  let made = 0;
+  // The line that closes the block opened on line `from` at `indent`: the first line that is `indent` + `end`,
+  // every line between indented further (or empty). -1 when the shape is not that.
+  const closing = (from, indent, end) => {
+    for (let i = from + 1; i < lines.length; i++) {
+      if (lines[i].trimEnd() === indent + end) return i;
+      if (lines[i].length > 0 && !lines[i].startsWith(indent + " ")) return -1;
+    }
+    return -1;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const top = /^(export )?function (\w+) ?\((.*)\) \{$/.exec(lines[i]);
+    if (top) {
+      const [, exported = "", name, params] = top;
+      if (!all && !wantTop.has(name)) continue;
+      const end = closing(i, "", "}");
+      if (end < 0) continue;
+      found.add(name);
+      lines[i] = `${exported}const ${name} = (function ${name}(${params}) {`;
+      lines[end] = "});";
+      made++;
+      continue;
+    }
+    const shim = /^ {8}(__wbg_(\w+)_[0-9a-f]{16}|__wbindgen_\w+): function\((.*)\) \{$/.exec(lines[i]);
+    if (shim) {
+      const [, key, named, params] = shim;
+      // A cast's import is named by a number (`__wbindgen_generic_0000000000000004`); its first line says which.
+      const cast = /^ {12}\/\/ Cast intrinsic for `(.*)`\.$/.exec(lines[i + 1] ?? "");
+      const name = cast ? `cast ${cast[1]}` : (named ?? key);
+      if (!all && !wantImport.has(name)) continue;
+      const end = closing(i, " ".repeat(8), "},");
+      if (end < 0) continue;
+      found.add(name);
+      lines[i] = `        ${key}: (function(${params}) {`;
+      lines[end] = "        }),";
+      made++;
+    }
+  }
+  const missing = all ? [] : [...topLevel, ...imports].filter((name) => !found.has(name));
+  return { text: lines.join("\n"), made, missing };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const [indexPath] = process.argv.slice(2);
+  if (!indexPath) {
+    console.error("usage: node eager-first-visit.mjs INDEX_JS");
+    process.exit(2);
+  }
+  const { text, made, missing } = makeEager(readFileSync(indexPath, "utf8"), {
+    all: process.env.EAGER_FIRST_VISIT === "all",
+  });
+  if (missing.length > 0) {
+    console.error(
+      `eager-first-visit: not found in wasm-bindgen's index.js: ${missing.join(", ")}; ` +
+        "update the lists in scripts/eager-first-visit.mjs",
+    );
+    process.exit(1);
+  }
+  writeFileSync(indexPath, text);
+  console.error(`eager-first-visit: ${made} functions compiled with the script`);
+}
