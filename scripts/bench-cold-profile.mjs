@@ -600,11 +600,13 @@ async function compiledFunctions() {
     for (const [name, fs] of [["before the response", before], ["after it (waitUntil)", after]]) {
       console.log(`| ${name} | ${fs.length} | ${sum(fs)} | ${fs.reduce((a, [, m]) => a + m, 0)} |`);
     }
-    const js = bundleFunctions(readFileSync(ourMap, "utf8"), start, (index) => names.get(index)?.startsWith("first_after"));
+    const isFirstAfter = (index) => names.get(index)?.startsWith("first_after");
+    const js = bundleFunctions(readFileSync(ourMap, "utf8"), start, isFirstAfter);
     const jsBefore = js.filter((f) => f.before);
+    const named = jsBefore.length ? ` (${jsBefore.map((f) => `${f.name} at ${f.at}`).join(", ")})` : "";
     console.log(
       `\nJavaScript functions of the bundle compiled on the first request: ${jsBefore.length} before the response` +
-        `${jsBefore.length ? ` (${jsBefore.map((f) => `${f.name} at ${f.at}`).join(", ")})` : ""}, ${js.length - jsBefore.length} after it.`,
+        `${named}, ${js.length - jsBefore.length} after it.`,
     );
     console.log("\nLargest compiled before the response:\n\n| index | wasm bytes | function |\n|---|---|---|");
     for (const [index] of [...before].sort((a, b) => (sizes[b[0]] ?? 0) - (sizes[a[0]] ?? 0)).slice(0, Number(process.env.COMPILED_TOP ?? 25))) {

@@ -13,9 +13,11 @@
 // (the full path's imports, the queue's, the sync route's) is not used by a first visit. The lists are what a first
 // visit to a persistent and to a dynamic link runs, read from a build with every function made eager
 // (EAGER_FIRST_VISIT=all) and V8's function events; `node scripts/bench-cold-profile.mjs compiled` lists the
-// bundle's functions a first visit still compiles. A listed name that index.js no longer has fails the build, so
-// that the list follows the glue. Imports are named as wasm-bindgen names them (`__wbg_<name>_<hash>`) without the
-// hash; a cast by what it casts.
+// bundle's functions a first visit still compiles. A listed name that index.js no longer has, or has in a shape
+// this does not recognise, fails the build, so that the lists follow the glue. Imports are named as wasm-bindgen
+// names them (`__wbg_<name>_<hash>`) without the hash, so one name may choose several (`get`: two of Reflect's, the
+// Headers', KV's and an array's, five shims of a few lines each; a new import of that name is chosen too); a cast by
+// what it casts.
 //
 // Run by scripts/esbuild-edge-entry.sh in worker-build's staging directory, on wasm-bindgen's ./index.js, before
 // the bundle: a top-level function chosen becomes `const NAME = (function NAME(…) {…});` (exported as before), an
@@ -23,7 +25,7 @@
 // the first `}` at the same indentation; anything else is left as it is.
 //
 // Usage: node eager-first-visit.mjs INDEX_JS      (rewritten in place)
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
 // wasm-bindgen's top-level functions a first visit runs: the wrappers of the exports it calls, and their helpers.
@@ -64,14 +66,17 @@ export const IMPORTS = [
 
 /**
  * `source` (wasm-bindgen's index.js) with the functions named in `topLevel` and `imports` in parentheses (`all`:
- * every one it recognises). Returns the new text, how many functions it changed, and the listed names it did not
- * find.
+ * every one it recognises). Returns the new text, how many functions it changed, the listed names it did not find,
+ * and those it found in a shape it does not recognise (left as they were).
  */
 export function makeEager(source, { topLevel = TOP_LEVEL, imports = IMPORTS, all = false } = {}) {
   const lines = source.split("\n");
   const wantTop = new Set(topLevel);
   const wantImport = new Set(imports);
-  const found = new Set();
+  // The names changed, and those met in a shape not recognised; each list on its own.
+  const madeTop = new Set();
+  const madeImport = new Set();
+  const unrecognised = new Set();
   let made = 0;
   // The line that closes the block opened on line `from` at `indent`: the first line that is `indent` + `end`,
   // every line between indented further (or empty). -1 when the shape is not that.
@@ -88,8 +93,11 @@ export function makeEager(source, { topLevel = TOP_LEVEL, imports = IMPORTS, all
       const [, exported = "", name, params] = top;
       if (!all && !wantTop.has(name)) continue;
       const end = closing(i, "", "}");
-      if (end < 0) continue;
-      found.add(name);
+      if (end < 0) {
+        unrecognised.add(name);
+        continue;
+      }
+      madeTop.add(name);
       lines[i] = `${exported}const ${name} = (function ${name}(${params}) {`;
       lines[end] = "});";
       made++;
@@ -103,31 +111,42 @@ export function makeEager(source, { topLevel = TOP_LEVEL, imports = IMPORTS, all
       const name = cast ? `cast ${cast[1]}` : (named ?? key);
       if (!all && !wantImport.has(name)) continue;
       const end = closing(i, " ".repeat(8), "},");
-      if (end < 0) continue;
-      found.add(name);
+      if (end < 0) {
+        unrecognised.add(name);
+        continue;
+      }
+      madeImport.add(name);
       lines[i] = `        ${key}: (function(${params}) {`;
       lines[end] = "        }),";
       made++;
     }
   }
-  const missing = all ? [] : [...topLevel, ...imports].filter((name) => !found.has(name));
-  return { text: lines.join("\n"), made, missing };
+  const notMade = (names, madeSet) => (all ? [] : names.filter((name) => !madeSet.has(name)));
+  const left = [...notMade(topLevel, madeTop), ...notMade(imports, madeImport)];
+  return {
+    text: lines.join("\n"),
+    made,
+    missing: left.filter((name) => !unrecognised.has(name)),
+    unrecognised: left.filter((name) => unrecognised.has(name)),
+  };
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+// Run as a command (by its real path: Node resolves symbolic links in `import.meta.url`, not in `argv`).
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const [indexPath] = process.argv.slice(2);
   if (!indexPath) {
     console.error("usage: node eager-first-visit.mjs INDEX_JS");
     process.exit(2);
   }
-  const { text, made, missing } = makeEager(readFileSync(indexPath, "utf8"), {
+  const { text, made, missing, unrecognised } = makeEager(readFileSync(indexPath, "utf8"), {
     all: process.env.EAGER_FIRST_VISIT === "all",
   });
-  if (missing.length > 0) {
-    console.error(
-      `eager-first-visit: not found in wasm-bindgen's index.js: ${missing.join(", ")}; ` +
-        "update the lists in scripts/eager-first-visit.mjs",
-    );
+  if (missing.length > 0 || unrecognised.length > 0) {
+    if (missing.length > 0) console.error(`eager-first-visit: not in wasm-bindgen's index.js: ${missing.join(", ")}`);
+    if (unrecognised.length > 0) {
+      console.error(`eager-first-visit: in index.js, in a shape not recognised: ${unrecognised.join(", ")}`);
+    }
+    console.error("eager-first-visit: update scripts/eager-first-visit.mjs (its lists, or its reading of the glue)");
     process.exit(1);
   }
   writeFileSync(indexPath, text);

@@ -23,6 +23,10 @@ if [ -f ./shim.js ] && [ -f ./index.js ]; then
   # The glue a first visit runs is compiled when the isolate starts, not on that visit
   # (scripts/eager-first-visit.mjs says why and which).
   node "$(dirname "${BASH_SOURCE[0]}")/eager-first-visit.mjs" ./index.js
+  grep -q '^export const fetch = (function fetch(' ./index.js || {
+    echo "esbuild-edge-entry: scripts/eager-first-visit.mjs left index.js as it was" >&2
+    exit 1
+  }
   cp "$EDGE_ENTRY" ./shim.js
   # The entry's own module (its kept answers, a file of its own to be tested under Node) goes beside it for the
   # bundle, and away again after it: only index.js and the wasm are the build's output.

@@ -90,7 +90,8 @@ const answerKey = (function answerKey(request) {
 
 // Runs `call(a1, a2, a3, a4, a5)`, a call into wasm, with the recovery around it: a trap while it runs, or later in
 // the Promise it returned, marks the module for a reset before the next request. The call's arguments are passed,
-// not closed over: a closure is one more function for a first visit to compile.
+// not closed over: a closure is one more function for a first visit to compile. Five at most (`first_open_fetch`
+// takes five): a sixth would be dropped.
 const guarded = (function guarded(call, a1, a2, a3, a4, a5) {
   checkReinitialize();
   let result;
