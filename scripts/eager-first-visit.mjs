@@ -71,12 +71,8 @@ export const IMPORTS = [
  */
 export function makeEager(source, { topLevel = TOP_LEVEL, imports = IMPORTS, all = false } = {}) {
   const lines = source.split("\n");
-  const wantTop = new Set(topLevel);
-  const wantImport = new Set(imports);
-  // The names changed, and those met in a shape not recognised; each list on its own.
-  const madeTop = new Set();
-  const madeImport = new Set();
-  const unrecognised = new Set();
+  // Per list: the names it asks for, those changed, and those met in a shape not recognised.
+  const lists = [topLevel, imports].map((names) => ({ names, want: new Set(names), made: new Set(), odd: new Set() }));
   let made = 0;
   // The line that closes the block opened on line `from` at `indent`: the first line that is `indent` + `end`,
   // every line between indented further (or empty). -1 when the shape is not that.
@@ -87,20 +83,25 @@ export function makeEager(source, { topLevel = TOP_LEVEL, imports = IMPORTS, all
     }
     return -1;
   };
+  // Line `i` opens `name`'s block at `indent`, closed by `indent` + `end`: the two become `opening` and `closed`,
+  // if the list wants it.
+  const wrap = (list, name, i, indent, end, opening, closed) => {
+    if (!all && !list.want.has(name)) return;
+    const close = closing(i, indent, end);
+    if (close < 0) {
+      list.odd.add(name);
+      return;
+    }
+    list.made.add(name);
+    lines[i] = opening;
+    lines[close] = closed;
+    made++;
+  };
   for (let i = 0; i < lines.length; i++) {
     const top = /^(export )?function (\w+) ?\((.*)\) \{$/.exec(lines[i]);
     if (top) {
       const [, exported = "", name, params] = top;
-      if (!all && !wantTop.has(name)) continue;
-      const end = closing(i, "", "}");
-      if (end < 0) {
-        unrecognised.add(name);
-        continue;
-      }
-      madeTop.add(name);
-      lines[i] = `${exported}const ${name} = (function ${name}(${params}) {`;
-      lines[end] = "});";
-      made++;
+      wrap(lists[0], name, i, "", "}", `${exported}const ${name} = (function ${name}(${params}) {`, "});");
       continue;
     }
     const shim = /^ {8}(__wbg_(\w+)_[0-9a-f]{16}|__wbindgen_\w+): function\((.*)\) \{$/.exec(lines[i]);
@@ -109,26 +110,13 @@ export function makeEager(source, { topLevel = TOP_LEVEL, imports = IMPORTS, all
       // A cast's import is named by a number (`__wbindgen_generic_0000000000000004`); its first line says which.
       const cast = /^ {12}\/\/ Cast intrinsic for `(.*)`\.$/.exec(lines[i + 1] ?? "");
       const name = cast ? `cast ${cast[1]}` : (named ?? key);
-      if (!all && !wantImport.has(name)) continue;
-      const end = closing(i, " ".repeat(8), "},");
-      if (end < 0) {
-        unrecognised.add(name);
-        continue;
-      }
-      madeImport.add(name);
-      lines[i] = `        ${key}: (function(${params}) {`;
-      lines[end] = "        }),";
-      made++;
+      wrap(lists[1], name, i, " ".repeat(8), "},", `        ${key}: (function(${params}) {`, "        }),");
     }
   }
-  const notMade = (names, madeSet) => (all ? [] : names.filter((name) => !madeSet.has(name)));
-  const left = [...notMade(topLevel, madeTop), ...notMade(imports, madeImport)];
-  return {
-    text: lines.join("\n"),
-    made,
-    missing: left.filter((name) => !unrecognised.has(name)),
-    unrecognised: left.filter((name) => unrecognised.has(name)),
-  };
+  // The listed names left as they were: not found, or found in a shape not recognised.
+  const left = (odd) =>
+    all ? [] : lists.flatMap((l) => l.names.filter((n) => !l.made.has(n) && l.odd.has(n) === odd));
+  return { text: lines.join("\n"), made, missing: left(false), unrecognised: left(true) };
 }
 
 // Run as a command (by its real path: Node resolves symbolic links in `import.meta.url`, not in `argv`).
