@@ -15,9 +15,8 @@
 // (EAGER_FIRST_VISIT=all) and V8's function events; `node scripts/bench-cold-profile.mjs compiled` lists the
 // bundle's functions a first visit still compiles. A listed name that index.js no longer has, or has in a shape
 // this does not recognise, fails the build, so that the lists follow the glue. Imports are named as wasm-bindgen
-// names them (`__wbg_<name>_<hash>`) without the hash, so one name may choose several (`get`: two of Reflect's, the
-// Headers', KV's and an array's, five shims of a few lines each; a new import of that name is chosen too); a cast by
-// what it casts.
+// names them (`__wbg_<name>_<hash>`) without the hash, so one name may choose several (a new import of a listed
+// name is chosen too); a cast by what it casts.
 //
 // Run by scripts/esbuild-edge-entry.sh in worker-build's staging directory, on wasm-bindgen's ./index.js, before
 // the bundle: a top-level function chosen becomes `const NAME = (function NAME(…) {…});` (exported as before), an
@@ -54,11 +53,9 @@ export const TOP_LEVEL = [
 export const IMPORTS = [
   "visit_line",
   "redirect_response",
+  "env_string",
   "now",
-  "get",
   "new_from_slice",
-  "__wbindgen_string_get",
-  "__wbindgen_is_object",
   "__wbindgen_is_undefined",
   "__wbindgen_is_string",
   "cast Ref(String) -> Externref",

@@ -102,7 +102,8 @@ impl Loads {
         if let Some(load) = self.few.iter_mut().find(|(k, ..)| k == key) {
             (load.1, load.2) = (number, since);
         } else if self.many.is_empty() && self.few.len() < FEW {
-            self.few.push((key.to_owned(), number, since));
+            // Room for all the few at once: their growth is code a new isolate's first visit would compile.
+            crate::room::push(&mut self.few, (key.to_owned(), number, since), FEW);
         } else {
             self.set_many(key, number, since);
         }

@@ -16,6 +16,10 @@
 use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord};
 use shared_crypto::Payload;
 
+/// The most domains a blocklist's list is given room for before its first: 4,096 (48 KiB of `String`s on wasm32),
+/// so that a text of quotes alone does not reserve more than the list it could hold is worth.
+const MAX_DOMAINS_AT_ONCE: usize = 4096;
+
 /// The record in `text`, when `text` is a plain link's record in the shape this module reads; `None` otherwise
 /// (read it with serde_json then).
 pub fn plain_link(text: &str) -> Option<LinkRecord> {
@@ -111,7 +115,11 @@ pub fn plain_domain(text: &str) -> Option<DomainRecord> {
 
 /// The blocklist's record: a list of strings (`domains` left out: none).
 pub fn plain_blocklist(text: &str) -> Option<BlocklistRecord> {
-    let mut domains = Vec::new();
+    // Room at once for every string the text can hold (two quotes each; up to a bound, past which the list grows as
+    // any): a list that grows copies itself each time, and its growth is code a new isolate's first visit to a
+    // dynamic link would compile (`crate::room`).
+    let strings = text.bytes().filter(|&b| b == b'"').count() / 2;
+    let mut domains = Vec::with_capacity(strings.min(MAX_DOMAINS_AT_ONCE));
     let seen = object(text, &mut |name, scan| {
         Some(match name {
             "v" => {

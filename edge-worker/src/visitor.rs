@@ -34,6 +34,18 @@ pub struct Visitor {
 pub const MAX_ACCEPT_LANGUAGE: usize = 256;
 
 impl Visitor {
+    /// No facts at all, as [`Visitor::default`] gives them, in a constant (for a `static` to lend).
+    pub const NONE: Visitor = Visitor {
+        country: None,
+        user_agent: String::new(),
+        bot_score: None,
+        verified_bot: false,
+        accept_language: String::new(),
+        unlocked: false,
+        region: None,
+        city: None,
+    };
+
     /// Builds the visitor facts from the raw request values; `cf_country` wins over the header.
     pub fn new(
         cf_country: Option<&str>,
@@ -278,6 +290,11 @@ pub fn country_allowed(country: Option<&str>, allow: &[String], block: &[String]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn none_is_the_default() {
+        assert_eq!(Visitor::NONE, Visitor::default());
+    }
 
     #[test]
     fn preview_crawlers_that_name_no_bot_are_bots() {

@@ -21,6 +21,8 @@
 // `{"fail": […], "failed_reads": n, "reads": {key: m}}`, n counting the reads failed so far and m every read of
 // each key (`GET` answers the same without changing the keys). --floor serves a JavaScript worker that answers every
 // request with a fixed 302: the benchmark's baseline for what workerd itself costs.
+// NO_KV=1 serves the worker without its KV binding (SHORTLINK_KV), as a deployment whose wrangler.toml lost it
+// would run.
 //
 // Miniflare is used directly, not `wrangler dev`, because wrangler's dev proxy halves throughput. Requests keep
 // their Host header, which names the domain. `request.cf` has no country or bot score unless a request sends an
@@ -142,7 +144,8 @@ const script = floor
     : { modules: true, scriptPath: join(buildDir, "index.js") };
 
 const clickQueue = !floor && process.env.CLICK_QUEUE === "1";
-const edge = { ...workerOptions, ...script, rootPath: root, bindings };
+const noKv = process.env.NO_KV === "1";
+const edge = { ...workerOptions, ...script, rootPath: root, bindings, ...(noKv ? { kvNamespaces: {} } : {}) };
 // Queue names as in wrangler.toml's environments (there per environment: shortlink-clicks-staging, …).
 const queues = clickQueue
   ? {

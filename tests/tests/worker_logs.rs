@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use e2e::origin::{Database, HOST, Origin, OriginOptions};
-use e2e::{BROWSER_UA, DEFAULT_FALLBACK, Options, Worker, group, link};
+use e2e::{BROWSER_UA, DEFAULT_FALLBACK, Options, SYNC_SECRET, Worker, dynamic_path, group, link};
 use serde_json::{Value, json};
 use shared_crypto::GroupKey;
 
@@ -132,6 +132,52 @@ async fn a_wrong_origin_secret_is_logged_and_no_visitor_data_is() {
         "{events:?}"
     );
     assert_no_visitor_data(&w, &[wrong_secret]);
+}
+
+#[tokio::test]
+async fn a_missing_kv_binding_is_logged_and_visitors_get_the_default_fallback() {
+    let w = Worker::start_with(Options {
+        env: vec![("NO_KV".into(), "1".into())],
+        ..Options::default()
+    });
+    // A new isolate's first visit to each kind of link takes the first-visit path (its plan's reads fail in the
+    // entry module) and then the full path, which finds no binding; the later visits take the full path at once.
+    let dynamic = dynamic_path("4f1d2c3b-5a69-4e78-8d9c-0a1b2c3d4e5f", "not-a-token");
+    for path in [
+        "/somecode",
+        dynamic.as_str(),
+        "/somecode",
+        dynamic.as_str(),
+        "/",
+    ] {
+        let v = w.visit(HOST, path, &[]).await;
+        assert_eq!(v.status, 302, "{path}");
+        v.assert_redirect(DEFAULT_FALLBACK);
+    }
+    let line = w
+        .wait_for_log("kv_binding_missing", LOG_DEADLINE, |_| true)
+        .await;
+    assert_eq!(
+        line,
+        json!({"event": "kv_binding_missing", "binding": "SHORTLINK_KV", "via": "visit"})
+    );
+    // The sync route cannot write either, and says why.
+    let (status, body) = w
+        .sync_as(
+            Some(SYNC_SECRET),
+            json!({"put": [], "delete": []}).to_string(),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]),
+        (503, &json!("kv_binding_missing")),
+        "{body}"
+    );
+    let events = w.log_events();
+    assert!(
+        events.iter().all(|e| e["event"] == "kv_binding_missing"),
+        "{events:?}"
+    );
 }
 
 #[tokio::test]

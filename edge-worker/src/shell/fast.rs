@@ -20,6 +20,7 @@ use crate::bounded::BoundedMap;
 use crate::config;
 use crate::decision::{self, Decision, Group, LinkGroup, Outcome};
 use crate::reply;
+use crate::room;
 use crate::route::{self, Route};
 use crate::smart;
 use crate::visitor::Visitor;
@@ -81,8 +82,8 @@ pub(super) fn answer(
 }
 
 /// What a decision from the isolate's records gives: the decision, until when it holds (UNIX ms), whether its
-/// redirect is worth keeping, and the KV keys to read after the response.
-type Decided = (Decision, u64, bool, Vec<String>);
+/// redirect is worth keeping, and the records to read after the response.
+type Decided = (Decision, u64, bool, ReadAfter);
 
 /// [`answer`]'s persistent link. Each route is a function of its own, out of line: V8 compiles a wasm function
 /// whole on its first call, so a new isolate's first visit to a persistent link does not compile the dynamic
@@ -101,7 +102,7 @@ fn persistent(
     let link_key = kv_model::link_key(host, code);
     let Some((link, link_until)) = records::fresh_link(&link_key, now_ms) else {
         // The link alone: its record carries what a first visit needs of its group and of the blocklist.
-        wanted.push(link_key);
+        room::push(wanted, link_key, 1);
         return None;
     };
     // A cached absence falls back, which needs the domain record: the full path.
@@ -111,7 +112,7 @@ fn persistent(
     if !link.is_active || link.expired(now) || !smart::fast_path_ok(&link) {
         return None;
     }
-    let mut read_after = Vec::new();
+    let mut read_after = ReadAfter::default();
     let group_record;
     let group_key = kv_model::group_key(&link.group_id);
     let (settings, group_until) = match records::fresh_group(&group_key, now_ms) {
@@ -124,7 +125,7 @@ fn persistent(
             if !records::untouched(&group_key, now_ms) {
                 return None;
             }
-            read_after.push(group_key);
+            read_after.group = Some(group_key);
             (link.group_settings.as_ref()?, 0)
         }
         None => return None,
@@ -141,19 +142,22 @@ fn persistent(
         // A first visit to a link the origin vouched for, on an isolate that never read the blocklist: decided
         // without it (the full path would be too), never kept.
         None if first && link.vouched && records::blocklist_never_read(now_ms) => {
-            read_after.push(BLOCKLIST_KEY.to_owned());
+            read_after.blocklist = true;
             (None, 0)
         }
         None => {
-            wanted.push(BLOCKLIST_KEY.to_owned());
+            room::push(wanted, BLOCKLIST_KEY.to_owned(), 1);
             return None;
         }
     };
     let vary = smart::vary(&link);
+    // A plain link's visitor is borrowed: one built and dropped would compile its drop for nothing.
+    let read_visitor;
     let visitor = if vary == 0 {
-        Visitor::default()
+        &NO_VISITOR
     } else {
-        visitor(req, vary)
+        read_visitor = visitor(req, vary);
+        &read_visitor
     };
     // The rules may read the query whether or not the link forwards it.
     let query = if link.forward_query || !link.rules.is_empty() {
@@ -165,7 +169,7 @@ fn persistent(
         Some(&link),
         LinkGroup::Rules(settings),
         blocklist,
-        &visitor,
+        visitor,
         query,
         now,
     );
@@ -206,7 +210,8 @@ fn dynamic(
         Some((blocklist, blocklist_until)),
     ) = (domain, group, blocklist)
     else {
-        // Pushed one by one: `extend` would compile a `reserve` of its own for this.
+        // Pushed one by one into the room given: `extend` would compile a `reserve` of its own for this.
+        room::give(wanted, 3);
         wanted.push(domain_key);
         wanted.push(group_key);
         wanted.push(BLOCKLIST_KEY.to_owned());
@@ -235,7 +240,7 @@ fn dynamic(
         },
         _ => None,
     };
-    let visitor = Visitor::default();
+    let visitor = &NO_VISITOR;
     let decision = match (&opened, token.as_deref()) {
         (Some(payload), Some(token)) => decision::decide_dynamic_opened(
             domain.as_deref(),
@@ -243,7 +248,7 @@ fn dynamic(
             token,
             payload,
             Some(blocklist.as_ref()),
-            &visitor,
+            visitor,
             now / 1000,
         ),
         _ => decision::decide_dynamic(
@@ -251,7 +256,7 @@ fn dynamic(
             Some(&group),
             token.as_deref(),
             Some(blocklist.as_ref()),
-            &visitor,
+            visitor,
             now / 1000,
         ),
     };
@@ -263,7 +268,7 @@ fn dynamic(
     let until = seen_expiry.map_or(0, |at| {
         decision::answer_until(records_until, at.map(|s| s.saturating_mul(1000)))
     });
-    Some((decision, until, seen_expiry.is_some(), Vec::new()))
+    Some((decision, until, seen_expiry.is_some(), ReadAfter::default()))
 }
 
 /// Which call of the fast path this is.
@@ -311,6 +316,10 @@ fn hand_on(group: &Group, token: &str) -> bool {
     true
 }
 
+/// The visitor of a decision that looks at none of its facts ([`Visitor::NONE`]), lent rather than built: a
+/// `Visitor` built on a first visit is dropped there too, and its drop is a function that visit would compile.
+static NO_VISITOR: Visitor = Visitor::NONE;
+
 /// The visitor facts `vary` names (`smart::VARY_*`), read from the request: only those, each a call out of wasm.
 /// The group needs none (the fast path's condition), so bot signals are not read.
 fn visitor(req: &web_sys::Request, vary: u32) -> Visitor {
@@ -338,15 +347,43 @@ fn visitor(req: &web_sys::Request, vary: u32) -> Visitor {
     .with_accept_language(header(smart::VARY_LANGUAGE, "Accept-Language").as_deref())
 }
 
-thread_local! {
-    /// The records a first visit's redirect was decided without (its group's, from the link's copy of its
-    /// settings; the blocklist, on the origin's word): to be read after the response ([`take_read_after`]).
-    static READ_AFTER: Cell<Vec<String>> = const { Cell::new(Vec::new()) };
+/// The records a first visit's redirect was decided without, to be read after the response: its group's (the KV
+/// key), when it was decided from the link's copy of the group's settings, and the blocklist, when on the origin's
+/// word. Two fields rather than a `Vec` of keys: every `fetch` clears what the last answer left, and a `Vec`'s drop
+/// is a loop over its strings and its growth two functions more, all compiled by a new isolate's first visit.
+#[derive(Default)]
+pub(super) struct ReadAfter {
+    group: Option<String>,
+    blocklist: bool,
 }
 
-/// The KV keys the entry module reads after the response [`answer`] just gave (none: empty).
-pub(super) fn take_read_after() -> Vec<String> {
-    READ_AFTER.with(Cell::take)
+thread_local! {
+    /// What the first visit the fast path last answered was decided without ([`take_read_after`]).
+    static READ_AFTER: Cell<ReadAfter> = const {
+        Cell::new(ReadAfter {
+            group: None,
+            blocklist: false,
+        })
+    };
+}
+
+/// What the entry module reads after the response [`answer`] just gave; `None` when nothing (a dynamic link's first
+/// visit, always).
+pub(super) fn take_read_after() -> Option<ReadAfter> {
+    let read_after = READ_AFTER.with(Cell::take);
+    (read_after.group.is_some() || read_after.blocklist).then_some(read_after)
+}
+
+impl ReadAfter {
+    /// The KV keys to read: the group's, then the blocklist's.
+    pub(super) fn keys(self) -> Vec<String> {
+        let mut keys = Vec::with_capacity(2);
+        keys.extend(self.group);
+        if self.blocklist {
+            keys.push(BLOCKLIST_KEY.to_owned());
+        }
+        keys
+    }
 }
 
 thread_local! {

@@ -17,20 +17,31 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use worker::Env;
 
 use super::fast::Pass;
-use super::{kv, records};
+use super::records;
 use crate::config;
 
 /// The plan of reads for the keys of `wanted` the isolate holds nothing of ([`records::untouched`]; the others are
 /// dropped from `wanted`, in place: a new `Vec` of the rest would be code a new isolate's first visit compiles),
-/// each marked as a load under way until [`first_store`] has its text; `None` when there are none, or when the KV
-/// binding is missing (the full path logs that).
-pub(super) fn plan(env: &Env, wanted: &mut Vec<String>, now_ms: u64) -> Option<JsValue> {
-    wanted.retain(|key| records::untouched(key, now_ms));
+/// each marked as a load under way until [`first_store`] has its text; `None` when there are none. The KV binding
+/// is not looked up here: without one, the entry module's reads fail (`readKey`), [`first_store`] takes them as
+/// failed reads, and the full path then logs the missing binding, as it would have at once; looking it up would be
+/// glue a new isolate's first visit compiles (BENCHMARKS.md, issue 28).
+pub(super) fn plan(wanted: &mut Vec<String>, now_ms: u64) -> Option<JsValue> {
+    // A new isolate's first visit finds every key untouched, and compiles no `retain` for it (two loops and the
+    // strings' drops).
+    if !wanted.iter().all(|key| records::untouched(key, now_ms)) {
+        keep_untouched(wanted, now_ms);
+    }
     if wanted.is_empty() {
         return None;
     }
-    kv::binding(env, config::KV_BINDING)?;
     Some(plan_of(wanted))
+}
+
+/// [`plan`]'s `wanted` without the keys the isolate holds something of.
+#[inline(never)]
+fn keep_untouched(wanted: &mut Vec<String>, now_ms: u64) {
+    wanted.retain(|key| records::untouched(key, now_ms));
 }
 
 /// The plan: a line each for the KV binding's name, KV's `cacheTtl` (as the full path reads) and every key, the
@@ -118,11 +129,17 @@ pub fn first_open_fetch(
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export, like `first_store`
 pub fn first_after() -> JsValue {
-    let keys = super::fast::take_read_after();
-    if keys.is_empty() {
-        return JsValue::UNDEFINED;
+    match super::fast::take_read_after() {
+        Some(read_after) => plan_after(read_after),
+        None => JsValue::UNDEFINED,
     }
+}
+
+/// [`first_after`]'s plan, out of line: a dynamic link's first visit, which reads nothing after its response,
+/// compiles none of it.
+#[inline(never)]
+fn plan_after(read_after: super::fast::ReadAfter) -> JsValue {
     // The fast path found each key untouched, and the entry module calls this right after it: no other request
     // can have started a load of one in between.
-    plan_of(&keys)
+    plan_of(&read_after.keys())
 }

@@ -91,13 +91,26 @@ fn isolate_config(env: &Env) -> Rc<IsolateConfig> {
     })
 }
 
-/// A variable's or a secret's text (both are plain strings on `env`); `None` when unset. Read directly rather than
-/// with `Env::var`/`Env::secret`, which format an error message for every unset name and copy the value out through
-/// `Display`: core's formatting machinery, compiled on every new isolate's first request for nothing.
+/// A variable's or a secret's text (both are plain strings on `env`); `None` when unset or not a string. Read with
+/// one import of our own ([`env_string`]) rather than with `Env::var`/`Env::secret`, which format an error message
+/// for every unset name and copy the value out through `Display` (core's formatting machinery), or with
+/// `Reflect::get` and `as_string`, whose glue is four more functions (the name's `JsValue`, the lookup, the string's
+/// copy, the handle's release): code a new isolate's first request compiles to read the cache's TTL
+/// (BENCHMARKS.md, issue 28).
 fn env_text(env: &Env, name: &str) -> Option<String> {
-    js_sys::Reflect::get(env, &JsValue::from_str(name))
-        .ok()?
-        .as_string()
+    env_string(env.as_ref(), name)
+}
+
+// In parentheses: V8 compiles it with the script, when the isolate starts (scripts/eager-first-visit.mjs says why).
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+export const env_string = (function env_string(env, name) {
+  const value = env[name];
+  return typeof value === "string" ? value : undefined;
+});
+"#)]
+extern "C" {
+    /// `env[name]` when it is a string (a `[vars]` entry or a secret), else `None`.
+    fn env_string(env: &JsValue, name: &str) -> Option<String>;
 }
 
 /// The Workers fetch entry point, exported by hand rather than with `#[event(fetch)]`: a request the isolate can
@@ -138,7 +151,7 @@ fn answer(
     }
     match pass {
         Pass::Any => {
-            if let Some(plan) = first::plan(&env, &mut wanted, now_ms) {
+            if let Some(plan) = first::plan(&mut wanted, now_ms) {
                 return plan;
             }
         }

@@ -29,6 +29,7 @@ use crate::loads::{Loads, Ticket, Wait, WaitStep};
 use crate::log::{self, KvWrite, Throttle, Via};
 use crate::origin::{self, Lookup, Origin};
 use crate::plain_records;
+use crate::room;
 
 /// A cached KV record, parsed once per isolate. `None` inside means "absent or unusable" and is cached too.
 #[derive(Clone)]
@@ -347,11 +348,12 @@ fn wrap_domain(text: Option<String>) -> Cached {
     Cached::Domain(parse(text, plain_records::plain_domain).map(Rc::new))
 }
 
-/// The isolate's form of KV's text for the blocklist: empty when KV has none.
+/// The isolate's form of KV's text for the blocklist: empty when KV has none. The record's list becomes the
+/// blocklist in place (`From<Vec<String>>`), not copied into a second one.
 fn wrap_blocklist(text: Option<String>) -> Cached {
     Cached::Blocklist(Rc::new(
         parse(text, plain_records::plain_blocklist)
-            .map(|r: BlocklistRecord| r.domains.iter().collect())
+            .map(|r: BlocklistRecord| DomainBlocklist::from(r.domains))
             .unwrap_or_default(),
     ))
 }
@@ -430,10 +432,10 @@ pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)>
 
 /// Whether the isolate holds nothing of `key` that a request could use or wait for: caching is on, the cache has no
 /// live entry for it and no load of it is under way. The first-visit path ([`super::first`]) reads such a key
-/// itself, and only such a key: an entry near expiry or a load under way is the full path's to handle. Out of line:
-/// inlined into the first-visit plan's filter and the fast path, it would be copies that a first visit compiles
-/// each.
-#[inline(never)]
+/// itself, and only such a key: an entry near expiry or a load under way is the full path's to handle. Inlined:
+/// the look into the cache and the loads is [`nothing_of`], out of line, and what is left (is caching on?) is less
+/// than a function of its own costs a new isolate's first visit to compile.
+#[inline(always)]
 pub(super) fn untouched(key: &str, now_ms: u64) -> bool {
     CACHE.with(|c| c.borrow().is_enabled()) && nothing_of(key, now_ms)
 }
@@ -473,7 +475,7 @@ pub(super) fn start_reads(keys: &[String]) {
                 drop_lost_reads(&mut reads, &mut loads, now_ms);
             }
             for key in keys {
-                reads.push(loads.start(key, now_ms));
+                room::push(&mut reads, loads.start(key, now_ms), 4);
             }
         });
     });
@@ -576,12 +578,16 @@ pub(super) fn hold_read(key: &str, text: Option<String>) {
     let read_at = now_ms();
     let refresh_at = CACHE.with(|c| c.borrow().refresh_at(read_at));
     HELD.with(|h| {
-        h.borrow_mut().push(Held {
-            ticket,
-            entry,
-            read_at,
-            refresh_at,
-        })
+        room::push(
+            &mut h.borrow_mut(),
+            Held {
+                ticket,
+                entry,
+                read_at,
+                refresh_at,
+            },
+            4,
+        )
     });
     super::settle::queued();
 }

@@ -22,6 +22,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 
 use super::records;
 use crate::decision::Group;
+use crate::room;
 
 thread_local! {
     /// Whether anything is queued: what the isolate's every `fetch` looks at.
@@ -34,7 +35,7 @@ thread_local! {
 /// Keeps `payload`, `group`'s opening of `token`, in the token memo after the response. The memo binds an entry to
 /// the group record that opened it, so keeping it later is as right as keeping it now.
 pub(super) fn keep_opened(group: Rc<Group>, token: String, payload: Payload) {
-    OPENED.with(|o| o.borrow_mut().push((group, token, payload)));
+    OPENED.with(|o| room::push(&mut o.borrow_mut(), (group, token, payload), 2));
     queued();
 }
 
