@@ -16,8 +16,8 @@
 //!
 //! The decision (which status, which URL, which page, which click) is plain Rust in [`route`], [`visitor`],
 //! [`decision`], [`smart`], [`preview`], [`password`], [`password_form`], [`forward_query`], [`reply`], [`interstitial`], [`origin`], [`analytics`] and [`click_queue`],
-//! and so are the isolate cache ([`cache`]), its maps' keyed hasher ([`hashing`]), the byte-bounded maps of what an isolate keeps ([`bounded`]),
-//! first pushes without `Vec`'s growth ([`room`]), the
+//! and so are the isolate cache ([`cache`]), its maps' keyed hasher ([`hashing`]), the byte-bounded maps of what an
+//! isolate keeps ([`bounded`]), first pushes without `Vec`'s growth ([`room`]), the
 //! coordination of loads ([`loads`]), the records' JSON parse ([`json_record`]; in the shapes the origin publishes, without serde: [`plain_records`]), the sync route's rules ([`sync`]) and the log lines written for every failure
 //! absorbed into a fallback ([`log`], throttled where a failure repeats per request), all tested on the host. The Workers entry points and the I/O (KV, the origin, the queues, the sync route's writes, the console)
 //! live in a thin shell compiled only for `wasm32` (`src/shell/`: the entry, the isolate's records, the origin

@@ -17,7 +17,8 @@ use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRe
 use shared_crypto::Payload;
 
 /// The most domains a blocklist's list is given room for before its first: 4,096 (48 KiB of `String`s on wasm32),
-/// so that a text of quotes alone does not reserve more than the list it could hold is worth.
+/// so that a text of escaped quotes does not reserve more than the domains it could hold. A longer list grows as any
+/// `Vec` does (its text alone is past the first allocations' arena by then: `first-arena`).
 const MAX_DOMAINS_AT_ONCE: usize = 4096;
 
 /// The record in `text`, when `text` is a plain link's record in the shape this module reads; `None` otherwise
@@ -450,6 +451,22 @@ mod tests {
             let text = serde_json::to_string(&list).unwrap();
             assert_eq!(plain_blocklist(&text), Some(list), "{text}");
         }
+    }
+
+    #[test]
+    fn a_blocklist_longer_than_its_first_room_reads_whole() {
+        let domains: Vec<String> = (0..MAX_DOMAINS_AT_ONCE + 905)
+            .map(|i| format!("d{i}.example"))
+            .collect();
+        let list = BlocklistRecord::new(domains);
+        let text = serde_json::to_string(&list).unwrap();
+        let read = plain_blocklist(&text).expect("the plain shape");
+        assert_eq!(read.domains.len(), MAX_DOMAINS_AT_ONCE + 905);
+        assert_eq!(read, list);
+        agrees(&text, plain_blocklist);
+        // Escaped quotes count toward the room, never toward the list.
+        let quoted = r#"{"v":1,"domains":["a\"b.example","c.example"]}"#;
+        agrees(quoted, plain_blocklist);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! or with `--nocapture`).
 //!
 //! With `KV_FAULTS=1` in [`Options::env`], [`Worker::fail_kv_reads`] makes the worker's KV reads of chosen keys fail
-//! (tests/support/serve-worker.mjs puts a test-only entry module in front of the worker's).
+//! (tests/support/serve-worker.mjs puts a test-only entry module in front of the worker's). With `NO_KV=1`, the
+//! worker runs without its KV binding.
 //!
 //! [`origin`] runs the real origin (`origin-api serve`) next to it, for the propagation tests.
 //!

@@ -145,6 +145,8 @@ const script = floor
 
 const clickQueue = !floor && process.env.CLICK_QUEUE === "1";
 const noKv = process.env.NO_KV === "1";
+// The test-only entry would hand the worker a binding of its own, over an absent one.
+if (noKv && kvFaults) throw new Error("NO_KV=1 and KV_FAULTS=1 do not go together");
 const edge = { ...workerOptions, ...script, rootPath: root, bindings, ...(noKv ? { kvNamespaces: {} } : {}) };
 // Queue names as in wrangler.toml's environments (there per environment: shortlink-clicks-staging, …).
 const queues = clickQueue

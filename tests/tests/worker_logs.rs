@@ -140,8 +140,8 @@ async fn a_missing_kv_binding_is_logged_and_visitors_get_the_default_fallback() 
         env: vec![("NO_KV".into(), "1".into())],
         ..Options::default()
     });
-    // A new isolate's first visit to each kind of link takes the first-visit path (its plan's reads fail in the
-    // entry module) and then the full path, which finds no binding; the later visits take the full path at once.
+    // Each visit to a link takes the first-visit path (its plan's reads fail in the entry module, and a failed read
+    // leaves nothing in the isolate), then the full path, which finds no binding and falls back; `/` the full path.
     let dynamic = dynamic_path("4f1d2c3b-5a69-4e78-8d9c-0a1b2c3d4e5f", "not-a-token");
     for path in [
         "/somecode",

@@ -55,7 +55,7 @@ pub(super) fn answer(
     let host = host_header
         .and_then(route::normalize_request_host)
         .or_else(|| route::normalize_request_host(authority))?;
-    // The answer, until when it holds, whether to keep it, and the keys to read after the response.
+    // The answer, until when it holds, whether to keep it, and the records to read after the response.
     let (decision, until, keep, read_after) = match route::route(method, path, query) {
         Route::Persistent { code } => persistent(req, &host, &code, query, now_ms, first, wanted)?,
         Route::Dynamic { group_id, token } => {
@@ -210,7 +210,7 @@ fn dynamic(
         Some((blocklist, blocklist_until)),
     ) = (domain, group, blocklist)
     else {
-        // Pushed one by one into the room given: `extend` would compile a `reserve` of its own for this.
+        // Pushed one by one into the room given (`extend` would compile a `reserve` of its own for this).
         room::give(wanted, 3);
         wanted.push(domain_key);
         wanted.push(group_key);
@@ -378,7 +378,9 @@ impl ReadAfter {
     /// The KV keys to read: the group's, then the blocklist's.
     pub(super) fn keys(self) -> Vec<String> {
         let mut keys = Vec::with_capacity(2);
-        keys.extend(self.group);
+        if let Some(group) = self.group {
+            keys.push(group);
+        }
         if self.blocklist {
             keys.push(BLOCKLIST_KEY.to_owned());
         }

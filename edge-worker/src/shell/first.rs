@@ -24,8 +24,9 @@ use crate::config;
 /// dropped from `wanted`, in place: a new `Vec` of the rest would be code a new isolate's first visit compiles),
 /// each marked as a load under way until [`first_store`] has its text; `None` when there are none. The KV binding
 /// is not looked up here: without one, the entry module's reads fail (`readKey`), [`first_store`] takes them as
-/// failed reads, and the full path then logs the missing binding, as it would have at once; looking it up would be
-/// glue a new isolate's first visit compiles (BENCHMARKS.md, issue 28).
+/// failed reads, and the full path then logs the missing binding, as it would have at once (on every visit: a failed
+/// read leaves nothing in the isolate); looking it up would be glue a new isolate's first visit compiles
+/// (BENCHMARKS.md, issue 28).
 pub(super) fn plan(wanted: &mut Vec<String>, now_ms: u64) -> Option<JsValue> {
     // A new isolate's first visit finds every key untouched, and compiles no `retain` for it (two loops and the
     // strings' drops).

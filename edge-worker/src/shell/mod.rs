@@ -104,8 +104,12 @@ fn env_text(env: &Env, name: &str) -> Option<String> {
 // In parentheses: V8 compiles it with the script, when the isolate starts (scripts/eager-first-visit.mjs says why).
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
 export const env_string = (function env_string(env, name) {
-  const value = env[name];
-  return typeof value === "string" ? value : undefined;
+  try {
+    const value = env[name];
+    return typeof value === "string" ? value : undefined;
+  } catch {
+    return undefined;
+  }
 });
 "#)]
 extern "C" {
