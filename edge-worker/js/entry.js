@@ -34,6 +34,7 @@ import {
   first_open_fetch,
   first_settle,
   first_store,
+  first_store_missing,
   on_records_change,
   queue as wasmQueue,
 } from "./index.js";
@@ -145,12 +146,14 @@ const readPlan = (async function readPlan(env, plan) {
 });
 
 // Hands what a plan read back to the wasm, held for this visit and cached after its answer (which also ends the
-// reads it marked as under way; edge-worker/src/shell/settle.rs): each key's text (null: KV has no such key), or
-// that its read failed.
+// reads it marked as under way; edge-worker/src/shell/settle.rs): each key's text, or that KV has no such key (null)
+// or that its read failed (undefined), through an export of its own (first_store_missing), which a first visit that
+// finds its records never calls.
 const storeRead = (function storeRead(read, env) {
   for (let i = 0; i < read.keys.length; i++) {
     const text = read.texts[i];
-    guarded(first_store, read.keys[i], text ?? undefined, text !== undefined, env);
+    if (typeof text === "string") guarded(first_store, read.keys[i], text);
+    else guarded(first_store_missing, read.keys[i], text === null, env);
   }
 });
 
@@ -158,7 +161,7 @@ const storeRead = (function storeRead(read, env) {
 // the wasm's synchronous path, with no async Rust compiled or run before the response (nor the isolate cache's
 // insertion: what was read is held for this answer, and cached after it); the records it went without after it
 // (the group's own, when the link's copy of its settings decided; the blocklist, when the origin's word that the
-// link's destinations are not on it did). A link first_store could not cache (KV lacks it: the origin
+// link's destinations are not on it did). A link first_store_missing could not cache (KV lacks it: the origin
 // is asked) is loaded by the full path under its read's mark, so that requests waiting for it wait for that load.
 const firstVisit = (async function firstVisit(request, env, ctx, key, plan) {
   const read = await readPlan(env, plan);

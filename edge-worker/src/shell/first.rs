@@ -64,29 +64,30 @@ fn plan_of(keys: &[String]) -> JsValue {
     JsValue::from_str(&plan)
 }
 
-/// Stores what the entry module read for a plan's `key`: KV's `text`, `None` when KV has no such key; not `read`
-/// when the read failed (not cached: the full path reads it again, and logs a failure). What KV had is held for
-/// this visit and cached after its answer ([`records::hold_read`]).
+/// Stores the `text` KV had for a plan's `key`: held for this visit and cached after its answer
+/// ([`records::hold_read`]). A key KV has no record of, or whose read failed, is [`first_store_missing`]'s: apart,
+/// so that a first visit that finds its records compiles neither the configuration's read that a missing link
+/// needs nor the `env` handed over for it (BENCHMARKS.md, issue 28).
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
-pub fn first_store(key: &str, text: Option<String>, read: bool, env: Env) {
-    // What KV had: held for this visit, cached after its response. A link KV lacks may be the origin's to answer,
-    // and a failed read is read again: both are stored at once.
-    if read && (text.is_some() || !key.starts_with("link:")) {
-        records::hold_read(key, text);
-    } else {
-        store_now(key, text, read, &env);
-    }
+pub fn first_store(key: &str, text: String) {
+    records::hold_read(key, Some(text));
 }
 
-/// [`first_store`]'s read that is not held: a link KV lacks, or a failed read. Out of line, as the first visits
-/// that find their records never run it.
-#[inline(never)]
-fn store_now(key: &str, text: Option<String>, read: bool, env: &Env) {
+/// Stores what the entry module found for a plan's `key` when it was no text: KV has no such key (`read`), or the
+/// read failed (not `read`: not cached; the full path reads it again, and logs the failure). An absent record is
+/// held as [`first_store`]'s are, but for a link, which may be the origin's to answer, and a failed read: both are
+/// stored at once.
+#[wasm_bindgen]
+#[allow(unreachable_pub)] // a wasm export, like `first_store`
+pub fn first_store_missing(key: &str, read: bool, env: Env) {
+    if read && !key.starts_with("link:") {
+        records::hold_read(key, None);
+        return;
+    }
     // A link KV lacks is absent for good when there is no origin to ask: the configuration is read for that alone.
-    let absent_link_final =
-        read && text.is_none() && key.starts_with("link:") && !super::has_origin(env);
-    records::store_read(key, read.then_some(text), absent_link_final);
+    let absent_link_final = read && key.starts_with("link:") && !super::has_origin(&env);
+    records::store_read(key, read.then_some(None), absent_link_final);
 }
 
 /// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy
