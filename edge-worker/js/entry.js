@@ -146,14 +146,16 @@ const readPlan = (async function readPlan(env, plan) {
 });
 
 // Hands what a plan read back to the wasm, held for this visit and cached after its answer (which also ends the
-// reads it marked as under way; edge-worker/src/shell/settle.rs): each key's text, or that KV has no such key (null)
-// or that its read failed (undefined), through an export of its own (first_store_missing), which a first visit that
-// finds its records never calls.
+// reads it marked as under way; edge-worker/src/shell/settle.rs): each key's text (null: KV has no such key) to
+// first_store, and what it does not hold (a link KV lacks: false) or a failed read (undefined) to
+// first_store_missing, which a first visit whose reads came back never calls.
 const storeRead = (function storeRead(read, env) {
   for (let i = 0; i < read.keys.length; i++) {
+    const key = read.keys[i];
     const text = read.texts[i];
-    if (typeof text === "string") guarded(first_store, read.keys[i], text);
-    else guarded(first_store_missing, read.keys[i], text === null, env);
+    if (text === undefined || !guarded(first_store, key, text ?? undefined)) {
+      guarded(first_store_missing, key, text !== undefined, env);
+    }
   }
 });
 

@@ -1092,6 +1092,42 @@ async fn a_first_visit_reads_each_record_once() {
     }
 }
 
+/// A deployment that never blocked a domain has no blocklist record (the origin writes it at the first block): a new
+/// isolate's first visit to a dynamic link finds that absence with the domain and the group, holds it as it holds a
+/// record KV had (an empty list), redirects, and caches it after the response: each key is read once.
+#[tokio::test]
+async fn a_first_visit_without_a_blocklist_record_reads_each_record_once() {
+    let w = Worker::start_with(Options {
+        env: vec![(s("KV_FAULTS"), s("1"))],
+        ..Options::default()
+    });
+    w.sync(
+        vec![
+            (format!("domain:{HOST}"), domain(true, Some(HOST_FALLBACK))),
+            (format!("group:{GROUP}"), group(&key(), json!({}))),
+        ],
+        vec![],
+    )
+    .await;
+    let path = dynamic_path(
+        GROUP,
+        &token(&key(), &Payload::new("https://dest.example/unblocked")),
+    );
+    for _ in 0..3 {
+        w.visit(HOST, &path, &[])
+            .await
+            .assert_destination("https://dest.example/unblocked");
+    }
+    let reads = w.kv_reads().await;
+    for key in [
+        format!("domain:{HOST}"),
+        format!("group:{GROUP}"),
+        s("blocklist"),
+    ] {
+        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
+    }
+}
+
 /// What a new isolate's first visit reads is held for its answer and cached after it (edge-worker/README.md,
 /// "Without async Rust"), which also ends the reads' marks: a request that comes while those reads are under way
 /// waits for them, caches them itself once they are held, and is answered from them, rather than reading the keys

@@ -23,10 +23,10 @@ use crate::config;
 /// The plan of reads for the keys of `wanted` the isolate holds nothing of ([`records::untouched`]; the others are
 /// dropped from `wanted`, in place: a new `Vec` of the rest would be code a new isolate's first visit compiles),
 /// each marked as a load under way until [`first_store`] has its text; `None` when there are none. The KV binding
-/// is not looked up here: without one, the entry module's reads fail (`readKey`), [`first_store`] takes them as
-/// failed reads, and the full path then logs the missing binding, as it would have at once (on every visit: a failed
-/// read leaves nothing in the isolate); looking it up would be glue a new isolate's first visit compiles
-/// (BENCHMARKS.md, issue 28).
+/// is not looked up here: without one, the entry module's reads fail (`readKey`), [`first_store_missing`] takes
+/// them as failed reads, and the full path then logs the missing binding, as it would have at once (on every
+/// visit: a failed read leaves nothing in the isolate); looking it up would be glue a new isolate's first visit
+/// compiles (BENCHMARKS.md, issue 28).
 pub(super) fn plan(wanted: &mut Vec<String>, now_ms: u64) -> Option<JsValue> {
     // A new isolate's first visit finds every key untouched, and compiles no `retain` for it (two loops and the
     // strings' drops).
@@ -64,27 +64,27 @@ fn plan_of(keys: &[String]) -> JsValue {
     JsValue::from_str(&plan)
 }
 
-/// Stores the `text` KV had for a plan's `key`: held for this visit and cached after its answer
-/// ([`records::hold_read`]). A key KV has no record of, or whose read failed, is [`first_store_missing`]'s: apart,
-/// so that a first visit that finds its records compiles neither the configuration's read that a missing link
-/// needs nor the `env` handed over for it (BENCHMARKS.md, issue 28).
+/// Holds what KV had for a plan's `key` (`text`; `None`: no such key) for this visit, to be cached after its answer
+/// ([`records::hold_read`]); true. False, holding nothing, for a link KV lacks, which may be the origin's to answer:
+/// the entry module then hands it to [`first_store_missing`], as it does a failed read. Apart, so that a first visit
+/// whose reads all came back (a deployment that never blocked a domain has no blocklist record: its absence comes
+/// back too) hands over no `env` and compiles no configuration read (BENCHMARKS.md, issue 28).
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
-pub fn first_store(key: &str, text: String) {
-    records::hold_read(key, Some(text));
+pub fn first_store(key: &str, text: Option<String>) -> bool {
+    if text.is_none() && key.starts_with("link:") {
+        return false;
+    }
+    records::hold_read(key, text);
+    true
 }
 
-/// Stores what the entry module found for a plan's `key` when it was no text: KV has no such key (`read`), or the
-/// read failed (not `read`: not cached; the full path reads it again, and logs the failure). An absent record is
-/// held as [`first_store`]'s are, but for a link, which may be the origin's to answer, and a failed read: both are
-/// stored at once.
+/// Stores a plan's `key` that [`first_store`] does not hold: its read failed (not `read`: nothing is cached; the
+/// full path reads it again, and logs the failure), or it is a link KV lacks (`read`: stored at once, for the full
+/// path to ask the origin under the read's mark, or cached as absent when there is no origin to ask).
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export, like `first_store`
 pub fn first_store_missing(key: &str, read: bool, env: Env) {
-    if read && !key.starts_with("link:") {
-        records::hold_read(key, None);
-        return;
-    }
     // A link KV lacks is absent for good when there is no origin to ask: the configuration is read for that alone.
     let absent_link_final = read && key.starts_with("link:") && !super::has_origin(&env);
     records::store_read(key, read.then_some(None), absent_link_final);
