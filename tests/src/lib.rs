@@ -273,6 +273,19 @@ impl Worker {
         serde_json::from_value(body["reads"].clone()).expect("reads by key")
     }
 
+    /// Asserts that KV has read each of `keys` exactly once so far (`KV_FAULTS=1` workers only), and gives every
+    /// key's count for what else the caller checks.
+    pub async fn assert_read_once(
+        &self,
+        keys: &[String],
+    ) -> std::collections::HashMap<String, u64> {
+        let reads = self.kv_reads().await;
+        for key in keys {
+            assert_eq!(reads.get(key), Some(&1), "{key} read once: {reads:?}");
+        }
+        reads
+    }
+
     /// How many tokens the worker's entry module has given WebCrypto to decrypt so far, and how many of them it
     /// opened (`KV_FAULTS=1` workers only): a new isolate's first visit to a dynamic link opens its token so.
     pub async fn webcrypto_decrypts(&self) -> (u64, u64) {

@@ -1062,14 +1062,13 @@ async fn a_first_visit_reads_each_record_once() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let reads = w.kv_reads().await;
-    for key in [
-        format!("link:{HOST}:fresh"),
-        s("blocklist"),
-        format!("group:{GROUP}"),
-    ] {
-        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
-    }
+    let reads = w
+        .assert_read_once(&[
+            format!("link:{HOST}:fresh"),
+            s("blocklist"),
+            format!("group:{GROUP}"),
+        ])
+        .await;
     assert_eq!(reads.get(&format!("domain:{HOST}")), None, "{reads:?}");
 
     // A dynamic link in a group the isolate has not read: the domain and the group, the blocklist already held.
@@ -1082,14 +1081,12 @@ async fn a_first_visit_reads_each_record_once() {
             .await
             .assert_destination("https://dest.example/dynamic");
     }
-    let reads = w.kv_reads().await;
-    for key in [
+    w.assert_read_once(&[
         format!("domain:{HOST}"),
         format!("group:{other_group}"),
         s("blocklist"),
-    ] {
-        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
-    }
+    ])
+    .await;
 }
 
 /// A deployment that never blocked a domain has no blocklist record (the origin writes it at the first block): a new
@@ -1118,14 +1115,12 @@ async fn a_first_visit_without_a_blocklist_record_reads_each_record_once() {
             .await
             .assert_destination("https://dest.example/unblocked");
     }
-    let reads = w.kv_reads().await;
-    for key in [
+    w.assert_read_once(&[
         format!("domain:{HOST}"),
         format!("group:{GROUP}"),
         s("blocklist"),
-    ] {
-        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
-    }
+    ])
+    .await;
 }
 
 /// What a new isolate's first visit reads is held for its answer and cached after it (edge-worker/README.md,
@@ -1156,14 +1151,12 @@ async fn a_visit_during_a_first_visits_reads_waits_for_them() {
     });
     a.assert_destination("https://dest.example/first");
     b.assert_destination("https://dest.example/second");
-    let reads = w.kv_reads().await;
-    for key in [
+    w.assert_read_once(&[
         format!("domain:{HOST}"),
         format!("group:{GROUP}"),
         s("blocklist"),
-    ] {
-        assert_eq!(reads.get(&key), Some(&1), "{key} read once: {reads:?}");
-    }
+    ])
+    .await;
     assert!(
         started.elapsed() < std::time::Duration::from_millis(2_000),
         "the second visit waited for the loads' timeout: {:?}",
