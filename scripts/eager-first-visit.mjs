@@ -32,7 +32,6 @@ export const TOP_LEVEL = [
   "fetch",
   "first_store",
   "first_fetch",
-  "first_open_fetch",
   "first_after",
   "answer_until",
   "__wbg_call_guard",

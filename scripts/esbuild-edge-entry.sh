@@ -9,9 +9,9 @@ set -euo pipefail
 : "${REAL_ESBUILD:?set by scripts/build-edge-worker.sh}" "${EDGE_ENTRY:?set by scripts/build-edge-worker.sh}"
 if [ -f ./shim.js ] && [ -f ./index.js ]; then
   # What our entry relies on: the exports worker-build's own entry used, and ours (the kept answers' two, the
-  # first visit's six).
+  # first visit's five).
   for name in __worker_init_state __wbg_reset_state fetch queue answer_until on_records_change first_store \
-    first_store_missing first_fetch first_open_fetch first_settle first_after; do
+    first_store_missing first_fetch first_settle first_after; do
     grep -Eq "^export function $name ?\(" ./index.js || {
       echo "esbuild-edge-entry: wasm-bindgen's index.js has no export $name; worker-build changed" >&2
       exit 1

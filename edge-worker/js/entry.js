@@ -31,7 +31,6 @@ import {
   fetch as wasmFetch,
   first_after,
   first_fetch,
-  first_open_fetch,
   first_settle,
   first_store,
   first_store_missing,
@@ -91,7 +90,7 @@ const answerKey = (function answerKey(request) {
 
 // Runs `call(a1, a2, a3, a4, a5)`, a call into wasm, with the recovery around it: a trap while it runs, or later in
 // the Promise it returned, marks the module for a reset before the next request. The call's arguments are passed,
-// not closed over: a closure is one more function for a first visit to compile. Five at most (`first_open_fetch`
+// not closed over: a closure is one more function for a first visit to compile. Five at most (`first_fetch`
 // takes five): a sixth would be dropped.
 const guarded = (function guarded(call, a1, a2, a3, a4, a5) {
   checkReinitialize();
@@ -176,7 +175,7 @@ const firstVisit = (async function firstVisit(request, env, ctx, key, plan) {
   if (result instanceof Uint8Array) {
     const sealed = result;
     const plaintext = await openToken(sealed);
-    result = guarded(first_open_fetch, request, env, ctx, sealed, plaintext);
+    result = guarded(first_fetch, request, env, ctx, sealed, plaintext);
   }
   result = answered(key, request, result);
   const after = first_after();
@@ -198,7 +197,7 @@ const firstVisit = (async function firstVisit(request, env, ctx, key, plan) {
 // plaintext as text, or undefined when WebCrypto does not open it or the plaintext is not UTF-8 (the strict decoder
 // throws; the wasm then opens the token itself, and reads its bytes as it reads any token's). A leading BOM is kept, as
 // Rust's reading keeps it. Text, so that the wasm needs no UTF-8 check of its own (edge-worker/src/shell/first.rs,
-// `first_open_fetch`).
+// `first_fetch`).
 const openToken = (async function openToken(sealed) {
   try {
     const key = await crypto.subtle.importKey("raw", sealed.subarray(0, 32), "AES-GCM", false, ["decrypt"]);

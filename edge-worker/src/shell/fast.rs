@@ -280,7 +280,7 @@ pub(super) enum Pass<'a> {
     /// held nothing of), the records it lacked just read. A dynamic link's token the group's record in the isolate
     /// has not opened is handed to the entry module to open with WebCrypto ([`take_open_request`]).
     First,
-    /// `first_open_fetch`: that visit again, with what was handed on (`sealed`) and WebCrypto's plaintext of it as
+    /// `first_fetch` again, for that visit, with what was handed on (`sealed`) and WebCrypto's plaintext of it as
     /// text (`None`: it did not open it, or the plaintext is not UTF-8). Never hands a token on again.
     Opened {
         sealed: &'a [u8],
@@ -477,7 +477,7 @@ extern "C" {
     /// when there is no Host header>` ([`route::split_visit_line`] reads it). Four calls through web-sys (the method,
     /// the URL, the headers, the Host) were four imports whose JavaScript and wasm glue a new isolate's first
     /// request compiled, and four crossings on every pass of the fast path (a first visit to a dynamic link makes
-    /// three: `fetch`, `first_fetch`, `first_open_fetch`); BENCHMARKS.md, issue 28.
+    /// three: `fetch`, then `first_fetch` twice); BENCHMARKS.md, issue 28.
     fn visit_line(req: &web_sys::Request) -> String;
 
     /// `new Response(null, { status, headers })` with the three headers of [`reply::redirect_headers`], in one call

@@ -91,36 +91,30 @@ pub fn first_store_missing(key: &str, read: bool, env: Env) {
 }
 
 /// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy
-/// of the group's settings, else the full path. Never a plan again; for a dynamic link whose token the group's
-/// record in the isolate has not opened, the token to open with WebCrypto instead (a `Uint8Array`: the group key, 32 bytes, the IV, 12, then
-/// the ciphertext and its tag), for [`first_open_fetch`].
+/// of the group's settings, else the full path. Never a plan again. Without `sealed` ([`Pass::First`]): for a
+/// dynamic link whose token the group's record in the isolate has not opened, the token to open with WebCrypto
+/// instead (a `Uint8Array`: the group key, 32 bytes, the IV, 12, then the ciphertext and its tag). With what it
+/// handed on (`sealed`) and WebCrypto's plaintext of it, as text (`plaintext`; `None`: WebCrypto did not open it,
+/// or it is not UTF-8; Rust's AES-GCM then opens it, and reads its bytes as it reads any token's):
+/// [`Pass::Opened`], which never hands a token on again. Text rather than bytes: the entry module's strict
+/// `TextDecoder` checks it, and wasm-bindgen hands a string over with the glue every string argument uses, so a
+/// first visit compiles no UTF-8 check of Rust's (`core::str::from_utf8`, 0.7 KB of wasm). One export for both
+/// calls: a second was one more shim (its `externref` arguments) for a dynamic first visit to compile.
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export, like `first_store`
 pub fn first_fetch(
     req: worker::worker_sys::web_sys::Request,
     env: Env,
     ctx: worker::worker_sys::Context,
-) -> JsValue {
-    super::answer(req, env, ctx, Pass::First)
-}
-
-/// [`first_fetch`] again, with what it handed on (`sealed`) and WebCrypto's plaintext of it, as text (`None`:
-/// WebCrypto did not open it, or it is not UTF-8; Rust's AES-GCM then opens it, and reads its bytes as it reads any
-/// token's). Text rather than bytes: the entry module's strict `TextDecoder` checks it, and wasm-bindgen hands a
-/// string over with the glue every string argument uses, so a first visit compiles no UTF-8 check of Rust's
-/// (`core::str::from_utf8`, 0.7 KB of wasm). Never hands a token on again.
-#[wasm_bindgen]
-#[allow(unreachable_pub)] // a wasm export, like `first_store`
-pub fn first_open_fetch(
-    req: worker::worker_sys::web_sys::Request,
-    env: Env,
-    ctx: worker::worker_sys::Context,
-    sealed: Vec<u8>,
+    sealed: Option<Vec<u8>>,
     plaintext: Option<String>,
 ) -> JsValue {
-    let pass = Pass::Opened {
-        sealed: &sealed,
-        plaintext: plaintext.as_deref(),
+    let pass = match &sealed {
+        None => Pass::First,
+        Some(sealed) => Pass::Opened {
+            sealed,
+            plaintext: plaintext.as_deref(),
+        },
     };
     super::answer(req, env, ctx, pass)
 }

@@ -134,8 +134,8 @@ pub fn fetch(
     answer(req, env, ctx, Pass::Any)
 }
 
-/// [`fetch`], and the first visit's calls ([`first::first_fetch`], [`first::first_open_fetch`]) after the entry
-/// module read the plan's records: never a plan then, but maybe a dynamic link's token to open with WebCrypto
+/// [`fetch`], and the first visit's calls ([`first::first_fetch`], once or, with a token opened, twice) after the
+/// entry module read the plan's records: never a plan then, but maybe a dynamic link's token to open with WebCrypto
 /// ([`fast::Pass`]), a `Uint8Array`.
 fn answer(
     req: worker::worker_sys::web_sys::Request,
