@@ -28,9 +28,12 @@ export CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
 # calls is compiled with all it inlined, rare branches included: kept apart, the rules of a smart link, a forwarded
 # query, an expired link's page, the other route's decision are compiled only when they run. A first visit to a
 # persistent link compiles 15 % less wasm (BENCHMARKS.md, "Cold start": the `compiled` profile), and the module is
-# smaller too. worker-build reads its own pass's arguments from edge-worker/Cargo.toml
-# ([package.metadata.wasm-pack.profile.release]), which must say the same (checked here).
-export EDGE_WASM_OPT_ARGS="-O --one-caller-inline-max-function-size=100"
+# smaller too. And `shell::full_path` is never inlined (binaryen inlined it, its single caller's, under that size):
+# its setup of the full path's future is in `shell::answer`'s body otherwise, and a first visit the fast path
+# answers compiled those 81 bytes without running them (BENCHMARKS.md, issue 28). worker-build reads its own pass's
+# arguments from edge-worker/Cargo.toml ([package.metadata.wasm-pack.profile.release]), which must say the same
+# (checked here).
+export EDGE_WASM_OPT_ARGS="--no-inline=edge_worker::shell::full_path::h* -O --one-caller-inline-max-function-size=100"
 toml_args="wasm-opt = [\"${EDGE_WASM_OPT_ARGS// /\", \"}\"]"
 if ! grep -qxF "$toml_args" "$root/edge-worker/Cargo.toml"; then
   echo "build-edge-worker: edge-worker/Cargo.toml's wasm-opt arguments differ from EDGE_WASM_OPT_ARGS" >&2
@@ -46,8 +49,9 @@ worker-build --release
 # worker-build's feature set. functions.txt is printed after the passes, so it names this build's indices.
 features=(--enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int --enable-bulk-memory
   --enable-multivalue --enable-reference-types --enable-exception-handling)
-# shellcheck disable=SC2086 # the arguments are words
-"$WASM_OPT_BIN" build/index_bg.wasm "${features[@]}" $EDGE_WASM_OPT_ARGS --print-function-map --strip-debug \
+# The arguments as words, unglobbed (the no-inline pattern holds a `*`).
+read -ra opt_args <<<"$EDGE_WASM_OPT_ARGS"
+"$WASM_OPT_BIN" build/index_bg.wasm "${features[@]}" "${opt_args[@]}" --print-function-map --strip-debug \
   -o build/index_bg.stripped.wasm >build/functions.txt
 mv build/index_bg.stripped.wasm build/index_bg.wasm
 # The imports' names, `__wbg_<function>_<16-digit hash>` twice each (the wasm and the bundle's imports object), become

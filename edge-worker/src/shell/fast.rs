@@ -276,9 +276,10 @@ fn dynamic(
 pub(super) enum Pass<'a> {
     /// `fetch`: any request.
     Any,
-    /// `first_fetch`: a visit through the first-visit path (a new isolate's first, or any whose records the isolate
-    /// held nothing of), the records it lacked just read. A dynamic link's token the group's record in the isolate
-    /// has not opened is handed to the entry module to open with WebCrypto ([`take_open_request`]).
+    /// `first_fetch` without `sealed`: a visit through the first-visit path (a new isolate's first, or any whose
+    /// records the isolate held nothing of), the records it lacked just read. A dynamic link's token the group's
+    /// record in the isolate has not opened is handed to the entry module to open with WebCrypto
+    /// ([`take_open_request`]).
     First,
     /// `first_fetch` again, for that visit, with what was handed on (`sealed`) and WebCrypto's plaintext of it as
     /// text (`None`: it did not open it, or the plaintext is not UTF-8). Never hands a token on again.

@@ -177,6 +177,8 @@ fn answer(
 }
 
 /// [`handle`] as a `Promise`. Out of line: a first visit the fast path answers never compiles the future's setup.
+/// LLVM keeps it so; binaryen would inline it into its single caller but for the build's `--no-inline` of it
+/// (scripts/build-edge-worker.sh).
 #[inline(never)]
 fn full_path(
     req: worker::worker_sys::web_sys::Request,
