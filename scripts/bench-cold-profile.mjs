@@ -31,7 +31,8 @@
 // Environment: EDGE_BUILD_DIR (default edge-worker/build), PEER_JS (default ../shared/bench/peer-js), PERF_RUNS
 //        (default 5), CASE (hot or dynamic, default hot), WORKER=careful (the inspector profile of the careful
 //        JavaScript worker instead of ours), SETTINGS=long (a plain group's settings in the records in the long form
-//        the origin wrote before 2026-12-02, every field at its default, instead of `{}`), PERF_LEAVES (perf: the functions the samples of the buckets whose name
+//        the origin wrote before 2026-12-02, every field at its default, instead of `{}`), UNNAMED=1 (the
+//        blocklist's record names no enabled host, as the origin published it before 2026-12-03), PERF_LEAVES (perf: the functions the samples of the buckets whose name
 //        holds this text stopped in, e.g. "first request: wasm lazy"), COMPILED_TOP (compiled: how many of the
 //        largest functions to list, default 25), COMPILED_LIST (compiled: a file to which the index of every wasm
 //        function our isolate compiled, its start, the first request and a second one included, is appended, one a
@@ -99,7 +100,12 @@ const ours = {
     records: {
       [`domain:${HOST}`]: record({ enabled: true, fallback_url: "https://www.example.com/" }),
       [`group:${GROUP}`]: record({ key: KEY, settings }),
-      blocklist: record({ domains: ["evil.example"] }),
+      // Naming the host as an enabled platform domain, as the origin publishes it since 2026-12-03; UNNAMED=1 for a
+      // build from before, which reads that field with serde_json.
+      blocklist: record({
+        domains: ["evil.example"],
+        ...(process.env.UNNAMED === "1" ? {} : { enabled_hosts: [HOST] }),
+      }),
       [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: settings, vouched: true }),
     },
   },

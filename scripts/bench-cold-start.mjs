@@ -18,7 +18,8 @@
 //        BUILDS (more builds in the same rounds, each `name=dir`, comma-separated: variants of one lever, side by
 //        side), BASELINE_SETTINGS=long (the baseline's records carry a plain group's settings in the long form
 //        the origin wrote before 2026-12-02, every field at its default, where the others get `{}`: each build
-//        measured with what its own origin publishes), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
+//        measured with what its own origin publishes), BASELINE_UNNAMED=1 (the baseline's blocklist record names
+//        no enabled host, as the origin published it before 2026-12-03: for a build that predates the names), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
 //        started from the configuration Miniflare wrote for it, without Miniflare's work in Node; below),
 //        ALL_OPTIONS_BUILD (a build started with every option wrangler gives, empty bindings and all, as this
 //        harness started ours before 2026-12-02; scripts/bench-worker-options.mjs).
@@ -74,12 +75,15 @@ const LONG_SETTINGS = {
   monetization: null,
   analytics: { enabled: false },
 };
-const seedWith = (settings) => ({
+// `named`: the blocklist's record names the host as an enabled platform domain, as the origin publishes it since
+// 2026-12-03 (kv_model::BlocklistRecord::enabled_hosts); a build from before reads that field with serde_json
+// (BASELINE_UNNAMED=1 gives its records without it).
+const seedWith = (settings, { named = true } = {}) => ({
   binding: "SHORTLINK_KV",
   records: {
     [`domain:${HOST}`]: record({ enabled: true, fallback_url: "https://www.example.com/" }),
     [`group:${GROUP}`]: record({ key: KEY, settings }),
-    blocklist: record({ domains: ["evil.example"] }),
+    blocklist: record({ domains: ["evil.example"], ...(named ? { enabled_hosts: [HOST] } : {}) }),
     [`link:${HOST}:hot`]: record({ long_url: HOT_URL, group_id: GROUP, is_active: true, group_settings: settings, vouched: true }),
   },
 });
@@ -117,7 +121,8 @@ const workers = [
   { name: "ours", options: oursOptions(process.env.EDGE_BUILD_DIR ?? "edge-worker/build"), seed: oursSeed },
 ];
 if (process.env.BASELINE_BUILD) {
-  const seed = process.env.BASELINE_SETTINGS === "long" ? seedWith(LONG_SETTINGS) : oursSeed;
+  const named = process.env.BASELINE_UNNAMED !== "1";
+  const seed = seedWith(process.env.BASELINE_SETTINGS === "long" ? LONG_SETTINGS : {}, { named });
   workers.push({ name: "baseline", options: oursOptions(process.env.BASELINE_BUILD), seed });
 }
 // ALL_OPTIONS_BUILD=<dir>: that build once more, "… (every wrangler option)", with the empty bindings wrangler gives

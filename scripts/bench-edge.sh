@@ -150,7 +150,7 @@ seed() {
 {"put":[
  {"key":"domain:$HOST","value":{"v":1,"enabled":true,"fallback_url":"https://www.example.com/"}},
  {"key":"group:$GROUP","value":{"v":1,"key":"$KEY","settings":{}}},
- {"key":"blocklist","value":{"v":1,"domains":["evil.example"]}},
+ {"key":"blocklist","value":{"v":1,"domains":["evil.example"],"enabled_hosts":["$HOST"]}},
  {"key":"link:$HOST:hot","value":{"v":1,"long_url":"$HOT_URL","group_id":"$GROUP","is_active":true,"group_settings":{},"vouched":true}},
  {"key":"link:$HOST:rules","value":{"v":1,"long_url":"$HOT_URL","group_id":"$GROUP","is_active":true,"group_settings":{},"vouched":true,
   "rules":[{"if":{"os":["ios"]},"to":"https://apps.apple.com/app/id1"},

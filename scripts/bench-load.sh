@@ -97,11 +97,11 @@ CAPNP
   for _ in $(seq 1 100); do curl -s -o /dev/null "${url[bare]}/" && break; sleep 0.1; done
   edge_pids="${serve_pid[worker]} ${serve_pid[floor]} ${serve_pid[bare]}"
   # The records a live link has in production: its domain, its group (the publisher writes it before any of its
-  # links) and the blocklist.
+  # links) and the blocklist (naming the domain's host as an enabled platform domain, as the origin publishes it).
   curl -sf -X POST "${url[worker]}/__shortlink/sync" -H "Authorization: Bearer load-secret" -H 'Content-Type: application/json' \
     -d '{"put":[{"key":"domain:load.rt","value":{"v":1,"enabled":true,"fallback_url":"https://www.example.com/"}},
                 {"key":"group:00000000-0000-4000-8000-000000000000","value":{"v":1,"key":"QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI","settings":{}}},
-                {"key":"blocklist","value":{"v":1,"domains":["evil.example"]}},
+                {"key":"blocklist","value":{"v":1,"domains":["evil.example"],"enabled_hosts":["load.rt"]}},
                 {"key":"link:load.rt:hot","value":{"v":1,"long_url":"https://example.org/landing","group_id":"00000000-0000-4000-8000-000000000000","is_active":true,"group_settings":{},"vouched":true}}]}' >/dev/null
   # The process whose memory is measured: workerd, a child of Miniflare's Node process, or the bare one itself.
   workerd_of() { if [ "$1" = bare ]; then echo "${serve_pid[bare]}"; else pgrep -P "${serve_pid[$1]}" workerd | head -n 1; fi; }

@@ -15,8 +15,8 @@
 // given another's destination. The decision stays Rust's: this is a memo of its result with Rust's own expiry. The
 // answers are bounded in number and in bytes (./kept-answers.mjs).
 // And it reads a new isolate's first records. When the wasm holds nothing of the records a visit needs, its `fetch`
-// returns a plan of KV reads (a string) rather than a Promise; `firstVisit` below reads them in one round, hands the
-// texts back, and calls the wasm's synchronous path again, so that no async Rust is compiled or run before that
+// returns a plan of KV reads (a string) rather than a Promise; `firstVisit` below reads them in one round (two when
+// the first shows another record is needed), hands the texts back, and calls the wasm's synchronous path again, so that no async Rust is compiled or run before that
 // response (edge-worker/src/shell/first.rs). A dynamic link's token on that visit is opened here, with WebCrypto.
 // Named imports, not `import * as`: esbuild then leaves out what the entry never uses (the classes workers-rs
 // exports for features this worker has no use for), which makes the bundle smaller to parse on a new isolate.
@@ -88,15 +88,15 @@ const answerKey = (function answerKey(request) {
   return host.length > 300 ? undefined : url + "\n" + host;
 });
 
-// Runs `call(a1, a2, a3, a4, a5)`, a call into wasm, with the recovery around it: a trap while it runs, or later in
-// the Promise it returned, marks the module for a reset before the next request. The call's arguments are passed,
-// not closed over: a closure is one more function for a first visit to compile. Five at most (`first_fetch`
-// takes five): a sixth would be dropped.
-const guarded = (function guarded(call, a1, a2, a3, a4, a5) {
+// Runs `call(a1, …, a6)`, a call into wasm, with the recovery around it: a trap while it runs, or later in the
+// Promise it returned, marks the module for a reset before the next request. The call's arguments are passed, not
+// closed over: a closure is one more function for a first visit to compile. Six at most (`first_fetch` takes six):
+// a seventh would be dropped.
+const guarded = (function guarded(call, a1, a2, a3, a4, a5, a6) {
   checkReinitialize();
   let result;
   try {
-    result = call(a1, a2, a3, a4, a5);
+    result = call(a1, a2, a3, a4, a5, a6);
   } catch (e) {
     markCritical(e);
     throw e;
@@ -147,15 +147,18 @@ const readPlan = (async function readPlan(env, plan) {
 // Hands what a plan read back to the wasm, held for this visit and cached after its answer (which also ends the
 // reads it marked as under way; edge-worker/src/shell/settle.rs): each key's text (null: KV has no such key) to
 // first_store, and what it does not hold (a link KV lacks: false) or a failed read (undefined) to
-// first_store_missing, which a first visit whose reads came back never calls.
+// first_store_missing, which a first visit whose reads came back never calls. Whether every read came back.
 const storeRead = (function storeRead(read, env) {
+  let all = true;
   for (let i = 0; i < read.keys.length; i++) {
     const key = read.keys[i];
     const text = read.texts[i];
+    if (text === undefined) all = false;
     if (text === undefined || !guarded(first_store, key, text ?? undefined)) {
       guarded(first_store_missing, key, text !== undefined, env);
     }
   }
+  return all;
 });
 
 // A request whose records the isolate holds nothing of (a new isolate's first visit): the records read here, then
@@ -165,9 +168,16 @@ const storeRead = (function storeRead(read, env) {
 // link's destinations are not on it did). A link first_store_missing could not cache (KV lacks it: the origin
 // is asked) is loaded by the full path under its read's mark, so that requests waiting for it wait for that load.
 const firstVisit = (async function firstVisit(request, env, ctx, key, plan) {
-  const read = await readPlan(env, plan);
-  storeRead(read, env);
-  let result = guarded(first_fetch, request, env, ctx);
+  const all = storeRead(await readPlan(env, plan), env);
+  // Records this visit turned out to need besides (a dynamic link's domain that neither its group's record nor the
+  // blocklist's names: edge-worker/src/named_hosts.rs; the blocklist, for a link without the origin's word): one
+  // more round, and no more (the next call plans nothing). Not after a read that failed: the full path reads that
+  // again, and logs the failure, as it would have at once.
+  let result = guarded(first_fetch, request, env, ctx, undefined, undefined, all);
+  if (typeof result === "string") {
+    storeRead(await readPlan(env, result), env);
+    result = guarded(first_fetch, request, env, ctx, undefined, undefined, false);
+  }
   // A dynamic link's token the group's record has not opened, handed on: opened with WebCrypto, whose AES-GCM is
   // native code already there, rather than by the wasm's, which a new isolate would compile first (about 15 KB of
   // it; edge-worker/src/shell/fast.rs, `hand_on`). What was handed on goes back with the plaintext: the wasm decides
@@ -175,7 +185,7 @@ const firstVisit = (async function firstVisit(request, env, ctx, key, plan) {
   if (result instanceof Uint8Array) {
     const sealed = result;
     const plaintext = await openToken(sealed);
-    result = guarded(first_fetch, request, env, ctx, sealed, plaintext);
+    result = guarded(first_fetch, request, env, ctx, sealed, plaintext, false);
   }
   result = answered(key, request, result);
   const after = first_after();

@@ -105,6 +105,9 @@ pub struct Group {
     cipher: OnceCell<TokenCipher>,
     /// The group's settings.
     pub settings: GroupSettings,
+    /// The hosts of its account's enabled custom domains, as its record names them
+    /// ([`GroupRecord::enabled_hosts`]; [`crate::named_hosts`]).
+    enabled_hosts: Vec<String>,
     /// Which memo entries are this record's (a clone shares them: same key).
     serial: u64,
 }
@@ -121,8 +124,14 @@ impl Group {
             key,
             cipher: OnceCell::new(),
             settings: record.settings,
+            enabled_hosts: record.enabled_hosts,
             serial,
         })
+    }
+
+    /// Whether the group's record names `host` as one of its account's enabled custom domains.
+    pub fn names_host(&self, host: &str) -> bool {
+        kv_model::enabled_host(&self.enabled_hosts, host)
     }
 
     /// The redirect URL of `token` at `now_seconds`, as [`TokenCipher::evaluate`] gives it, decrypting the token
@@ -219,14 +228,23 @@ impl Group {
         })
     }
 
-    /// An estimate of the bytes this record holds (the cipher's key schedule, the settings), for the bounded
-    /// maps that keep groups.
+    /// An estimate of the bytes this record holds (the cipher's key schedule, the settings, the hosts it names), for
+    /// the bounded maps that keep groups.
     pub fn approx_bytes(&self) -> usize {
         let s = &self.settings;
-        let strings = |v: &[String]| v.iter().map(|c| c.len() + 24).sum::<usize>();
+        // The lists' strings in one loop: a loop per list is code in every caller it is inlined into.
+        let lists = [
+            &s.access.allow_countries,
+            &s.access.block_countries,
+            &self.enabled_hosts,
+        ];
+        let strings: usize = lists
+            .iter()
+            .flat_map(|v| v.iter())
+            .map(|c| c.len() + 24)
+            .sum();
         std::mem::size_of::<Group>()
-            + strings(&s.access.allow_countries)
-            + strings(&s.access.block_countries)
+            + strings
             + s.access.fallback_url.as_ref().map_or(0, String::len)
     }
 }

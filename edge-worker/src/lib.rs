@@ -36,6 +36,7 @@ pub mod interstitial;
 pub mod json_record;
 pub mod loads;
 pub mod log;
+pub mod named_hosts;
 pub mod origin;
 pub mod password;
 pub mod password_form;

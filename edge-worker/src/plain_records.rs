@@ -1,11 +1,12 @@
 //! KV's records in the shapes the origin publishes for plain links, groups, domains and the blocklist, read without
 //! serde: a link with no smart-link field (`v`, `long_url`, `group_id`, `is_active`, and maybe `expires_at`,
-//! `forward_query`, a plain group's settings `{}` and `vouched`), a group whose settings are `{}`, a domain, the
-//! blocklist, each read by a scanner of that one shape; and a dynamic link's payload, the plaintext of its token.
+//! `forward_query`, a plain group's settings `{}` and `vouched`), a group whose settings are `{}` (with the hosts it
+//! names or not), a domain, the blocklist (the same), each read by a scanner of that one shape; and a dynamic link's
+//! payload, the plaintext of its token.
 //!
 //! Why not serde_json alone: V8 compiles each wasm function on its first call, and a new isolate's first visit parses
-//! its records before the redirect (a persistent link's record; a dynamic link's domain, group and blocklist, and
-//! its token's payload). serde_json's derived parses (each record's visitor, the settings', and serde_json's number, string and map helpers)
+//! its records before the redirect (a persistent link's record; a dynamic link's group and blocklist, its domain's
+//! when neither names the host, and its token's payload). serde_json's derived parses (each record's visitor, the settings', and serde_json's number, string and map helpers)
 //! were the largest part of what that visit compiled (about 11 KB of a persistent link's 47.6 KB); these scanners are
 //! a small fraction of it (BENCHMARKS.md, issue 28). They decide nothing on their own: anything a scanner does not
 //! fully understand (another field, an escape in a string, a `null` it does not expect, a number it would have to
@@ -13,7 +14,9 @@
 //! ([`crate::json_record::parse`]), as every record was read before. Whenever a scanner gives a record, serde_json
 //! gives the same one from the same text (the tests check it, on generated texts).
 
-use kv_model::{BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord};
+use kv_model::{
+    BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord, MAX_ENABLED_HOSTS,
+};
 use shared_crypto::Payload;
 
 /// The most domains a blocklist's list is given room for before its first: 4,096 (48 KiB of `String`s on wasm32),
@@ -67,9 +70,11 @@ pub fn plain_link(text: &str) -> Option<LinkRecord> {
     (seen & 0b1111 == 0b1111).then_some(record)
 }
 
-/// A group's record whose settings are `{}` (or left out).
+/// A group's record whose settings are `{}` (or left out), and maybe the hosts it names
+/// ([`GroupRecord::enabled_hosts`]).
 pub fn plain_group(text: &str) -> Option<GroupRecord> {
     let mut key = None;
+    let mut enabled_hosts = Vec::with_capacity(strings_in(text).min(MAX_ENABLED_HOSTS));
     let seen = object(text, &mut |name, scan| {
         Some(match name {
             "v" => {
@@ -84,11 +89,17 @@ pub fn plain_group(text: &str) -> Option<GroupRecord> {
                 scan.empty_object()?;
                 4
             }
+            "enabled_hosts" => {
+                scan.strings(&mut enabled_hosts)?;
+                8
+            }
             _ => return None,
         })
     })?;
-    (seen & 0b11 == 0b11)
-        .then(|| GroupRecord::new(key.unwrap_or_default(), GroupSettings::default()))
+    (seen & 0b11 == 0b11).then(|| GroupRecord {
+        enabled_hosts,
+        ..GroupRecord::new(key.unwrap_or_default(), GroupSettings::default())
+    })
 }
 
 /// A domain's record.
@@ -114,13 +125,15 @@ pub fn plain_domain(text: &str) -> Option<DomainRecord> {
     (seen & 0b11 == 0b11).then(|| DomainRecord::new(enabled, fallback_url))
 }
 
-/// The blocklist's record: a list of strings (`domains` left out: none).
+/// The blocklist's record: a list of strings (`domains` left out: none), and maybe the hosts it names
+/// ([`BlocklistRecord::enabled_hosts`]).
 pub fn plain_blocklist(text: &str) -> Option<BlocklistRecord> {
-    // Room at once for every string the text can hold (two quotes each; up to a bound, past which the list grows as
-    // any): a list that grows copies itself each time, and its growth is code a new isolate's first visit to a
-    // dynamic link would compile (`crate::room`).
-    let strings = text.bytes().filter(|&b| b == b'"').count() / 2;
+    // Room at once for every string the text can hold (up to a bound, past which a list grows as any): a list that
+    // grows copies itself each time, and its growth is code a new isolate's first visit to a dynamic link would
+    // compile (`crate::room`).
+    let strings = strings_in(text);
     let mut domains = Vec::with_capacity(strings.min(MAX_DOMAINS_AT_ONCE));
+    let mut enabled_hosts = Vec::with_capacity(strings.min(MAX_ENABLED_HOSTS));
     let seen = object(text, &mut |name, scan| {
         Some(match name {
             "v" => {
@@ -128,26 +141,25 @@ pub fn plain_blocklist(text: &str) -> Option<BlocklistRecord> {
                 1
             }
             "domains" => {
-                scan.expect(b'[')?;
-                scan.skip_ws();
-                if !scan.eat(b']') {
-                    loop {
-                        scan.skip_ws();
-                        domains.push(scan.string()?.to_owned());
-                        scan.skip_ws();
-                        match scan.next()? {
-                            b',' => {}
-                            b']' => break,
-                            _ => return None,
-                        }
-                    }
-                }
+                scan.strings(&mut domains)?;
                 2
+            }
+            "enabled_hosts" => {
+                scan.strings(&mut enabled_hosts)?;
+                4
             }
             _ => return None,
         })
     })?;
-    (seen & 1 == 1).then(|| BlocklistRecord::new(domains))
+    (seen & 1 == 1).then(|| BlocklistRecord {
+        enabled_hosts,
+        ..BlocklistRecord::new(domains)
+    })
+}
+
+/// How many strings `text` can hold at most: two quotes each. The room a scanner's list is given at once.
+fn strings_in(text: &str) -> usize {
+    text.bytes().filter(|&b| b == b'"').count() / 2
 }
 
 /// A dynamic link's payload (the plaintext of its token: spec section 2) in the shape the origin's and the
@@ -244,6 +256,25 @@ impl<'a> Scan<'a> {
     /// The record's version, which must be `1` ([`kv_model::V1`]); what follows it is checked by the caller.
     fn version(&mut self) -> Option<()> {
         self.expect(b'1')
+    }
+
+    /// A list of strings as [`Scan::string`] reads each, pushed onto `list` (given its room by the caller).
+    fn strings(&mut self, list: &mut Vec<String>) -> Option<()> {
+        self.expect(b'[')?;
+        self.skip_ws();
+        if self.eat(b']') {
+            return Some(());
+        }
+        loop {
+            self.skip_ws();
+            list.push(self.string()?.to_owned());
+            self.skip_ws();
+            match self.next()? {
+                b',' => {}
+                b']' => return Some(()),
+                _ => return None,
+            }
+        }
     }
 
     /// `{}`, with whitespace inside or not.
@@ -415,7 +446,13 @@ mod tests {
             GroupSettings::default(),
         );
         let text = serde_json::to_string(&group).unwrap();
-        assert_eq!(plain_group(&text), Some(group), "{text}");
+        assert_eq!(plain_group(&text), Some(group.clone()), "{text}");
+        let named = GroupRecord {
+            enabled_hosts: vec!["links.acme.example".into(), "go.acme.example".into()],
+            ..group
+        };
+        let text = serde_json::to_string(&named).unwrap();
+        assert_eq!(plain_group(&text), Some(named), "{text}");
         for domain in [
             DomainRecord::new(true, Some("https://f.example/".into())),
             DomainRecord::new(false, None),
@@ -447,6 +484,14 @@ mod tests {
         for list in [
             BlocklistRecord::new(vec!["evil.example".into(), "bad.example".into()]),
             BlocklistRecord::new(Vec::new()),
+            BlocklistRecord {
+                enabled_hosts: vec!["sho.rt".into(), "go.example".into()],
+                ..BlocklistRecord::new(vec!["evil.example".into()])
+            },
+            BlocklistRecord {
+                enabled_hosts: vec!["sho.rt".into()],
+                ..BlocklistRecord::new(Vec::new())
+            },
         ] {
             let text = serde_json::to_string(&list).unwrap();
             assert_eq!(plain_blocklist(&text), Some(list), "{text}");
@@ -501,6 +546,10 @@ mod tests {
             r#"{"v":1,"key":"k","settings":{"access":null}}"#,
             r#"{"v":1,"key":"k","settings":null}"#,
             r#"{"v":1,"settings":{}}"#,
+            r#"{"v":1,"key":"k","enabled_hosts":null}"#,
+            r#"{"v":1,"key":"k","enabled_hosts":["a",]}"#,
+            r#"{"v":1,"key":"k","enabled_hosts":[1]}"#,
+            r#"{"v":1,"key":"k","enabled_hosts":[],"enabled_hosts":[]}"#,
         ] {
             assert_eq!(plain_group(text), None, "{text:?}");
         }
@@ -524,6 +573,8 @@ mod tests {
             r#"{"v":1,"domains":["a",]}"#,
             r#"{"v":1,"domains":["a"],"domains":[]}"#,
             r#"{"domains":["a"]}"#,
+            r#"{"v":1,"enabled_hosts":null}"#,
+            r#"{"v":1,"enabled_hosts":["a"],"enabled_hosts":["a"]}"#,
         ] {
             assert_eq!(plain_blocklist(text), None, "{text:?}");
         }
@@ -546,6 +597,7 @@ mod tests {
             "enabled",
             "fallback_url",
             "domains",
+            "enabled_hosts",
             "destination_url",
             "back_param",
             "rules",

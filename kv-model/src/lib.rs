@@ -341,15 +341,25 @@ pub struct GroupRecord {
     /// The group's rules; every field is optional and `{}` (or `null`, or leaving it out) means none.
     #[serde(default, deserialize_with = "object_or_default")]
     pub settings: GroupSettings,
+    /// The hosts of the enabled custom domains of the group's account, when it has at most [`MAX_ENABLED_HOSTS`]
+    /// (else none: left out). A dynamic link of the group on a host named here is served without reading the
+    /// domain's record ([`enabled_host`]).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_default"
+    )]
+    pub enabled_hosts: Vec<String>,
 }
 
 impl GroupRecord {
-    /// A version-1 group record.
+    /// A version-1 group record that names no host.
     pub fn new(key: impl Into<String>, settings: GroupSettings) -> Self {
         GroupRecord {
             v: V1,
             key: key.into(),
             settings,
+            enabled_hosts: Vec::new(),
         }
     }
 }
@@ -483,13 +493,39 @@ pub struct BlocklistRecord {
     /// Blocked domains, e.g. `evil.example`.
     #[serde(default, deserialize_with = "null_as_default")]
     pub domains: Vec<String>,
+    /// The hosts of the enabled platform domains, when there are at most [`MAX_ENABLED_HOSTS`] (else none: left
+    /// out). Not blocked domains: the one record every dynamic visit reads anyway carries them, so that a dynamic
+    /// link on a platform domain is served without reading the domain's record ([`enabled_host`]).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_default"
+    )]
+    pub enabled_hosts: Vec<String>,
 }
 
 impl BlocklistRecord {
-    /// A version-1 blocklist record.
+    /// A version-1 blocklist record that names no host.
     pub fn new(domains: Vec<String>) -> Self {
-        BlocklistRecord { v: V1, domains }
+        BlocklistRecord {
+            v: V1,
+            domains,
+            enabled_hosts: Vec::new(),
+        }
     }
+}
+
+/// The most hosts a group's or the blocklist's record names as enabled ([`GroupRecord::enabled_hosts`],
+/// [`BlocklistRecord::enabled_hosts`]); past it, the record names none. Those records are read on every dynamic
+/// visit (the blocklist on every visit), so what they carry is bounded whatever the platform's size.
+pub const MAX_ENABLED_HOSTS: usize = 64;
+
+/// Whether a dynamic link on `host` is served, by what the records name: a group's or the blocklist's record that
+/// names `host` says its domain is enabled, as its [`DomainRecord`] would (both are republished by every change of
+/// a domain); a host neither names is the domain record's to say (another account's custom domain, a disabled
+/// domain, one past [`MAX_ENABLED_HOSTS`]). `host` is normalized, as a key's host is ([`domain_key`]).
+pub fn enabled_host(named: &[String], host: &str) -> bool {
+    named.iter().any(|h| h == host)
 }
 
 #[cfg(test)]
@@ -752,5 +788,59 @@ mod tests {
         let b: BlocklistRecord =
             serde_json::from_str(r#"{"v":1,"domains":["evil.example"]}"#).unwrap();
         assert_eq!(b, BlocklistRecord::new(vec!["evil.example".to_string()]));
+    }
+
+    #[test]
+    fn enabled_hosts_are_left_out_when_none_and_read_back() {
+        let plain = BlocklistRecord::new(vec!["evil.example".into()]);
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"v":1,"domains":["evil.example"]}"#
+        );
+        let named = BlocklistRecord {
+            enabled_hosts: vec!["sho.rt".into(), "go.example".into()],
+            ..plain
+        };
+        let text = serde_json::to_string(&named).unwrap();
+        assert_eq!(
+            text,
+            r#"{"v":1,"domains":["evil.example"],"enabled_hosts":["sho.rt","go.example"]}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<BlocklistRecord>(&text).unwrap(),
+            named
+        );
+        let group = GroupRecord::new("k", GroupSettings::default());
+        assert_eq!(
+            serde_json::to_string(&group).unwrap(),
+            r#"{"v":1,"key":"k","settings":{}}"#
+        );
+        let group = GroupRecord {
+            enabled_hosts: vec!["links.acme.example".into()],
+            ..group
+        };
+        let text = serde_json::to_string(&group).unwrap();
+        assert_eq!(
+            text,
+            r#"{"v":1,"key":"k","settings":{},"enabled_hosts":["links.acme.example"]}"#
+        );
+        assert_eq!(serde_json::from_str::<GroupRecord>(&text).unwrap(), group);
+        let null = r#"{"v":1,"key":"k","enabled_hosts":null}"#;
+        assert!(
+            serde_json::from_str::<GroupRecord>(null)
+                .unwrap()
+                .enabled_hosts
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_host_is_enabled_only_where_named_exactly() {
+        let named = ["sho.rt".to_string(), "go.example".to_string()];
+        assert!(enabled_host(&named, "sho.rt"));
+        assert!(enabled_host(&named, "go.example"));
+        assert!(!enabled_host(&named, "a.sho.rt"));
+        assert!(!enabled_host(&named, "sho.r"));
+        assert!(!enabled_host(&[], "sho.rt"));
     }
 }

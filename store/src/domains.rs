@@ -7,6 +7,7 @@ use crate::error::{Entity, StoreError, is_unique_violation};
 use crate::ids::new_id;
 use crate::outbox;
 use crate::pool::Db;
+use crate::publishing::enabled_host_keys;
 use sqlx::Row;
 
 /// Who a domain belongs to.
@@ -82,7 +83,9 @@ impl Db {
             }
             r => r?,
         };
-        outbox::enqueue(&mut tx, &[kv_model::domain_key(host.as_str())]).await?;
+        let mut keys = self.naming_keys(&mut tx, account_id).await?;
+        keys.push(kv_model::domain_key(host.as_str()));
+        outbox::enqueue(&mut tx, &keys).await?;
         if let Some(account) = account_id {
             let details = serde_json::json!({
                 "domain": host.as_str(),
@@ -113,8 +116,12 @@ impl Db {
             .fetch_one(&mut *tx)
             .await?;
         let host: String = row.try_get("host")?;
-        outbox::enqueue(&mut tx, &[kv_model::domain_key(&host)]).await?;
-        if let Some(account) = row.try_get::<Option<String>, _>("account_id")? {
+        let account_id: Option<String> = row.try_get("account_id")?;
+        // The records that name the enabled hosts go too: a host they still named would be served.
+        let mut keys = self.naming_keys(&mut tx, account_id.as_deref()).await?;
+        keys.push(kv_model::domain_key(&host));
+        outbox::enqueue(&mut tx, &keys).await?;
+        if let Some(account) = account_id {
             let details = serde_json::json!({ "domain": host });
             audit::record(
                 &mut tx,
@@ -128,6 +135,22 @@ impl Db {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// The keys of the records that name the enabled hosts ([`enabled_host_keys`]), for a change of a domain of
+    /// `account_id` in `tx`. An account's are listed under its groups' lock, which a group's creation takes too
+    /// (`create_group_capped`): on PostgreSQL a group created while the change is under way could otherwise be
+    /// published naming the domain as it was, and be left out of the list, its record naming a disabled domain
+    /// until it changed again. SQLite runs one write transaction at a time.
+    async fn naming_keys(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        account_id: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        if let Some(account) = account_id {
+            self.serialise_on(tx, &format!("groups:{account}")).await?;
+        }
+        enabled_host_keys(tx, account_id).await
     }
 
     /// Enabled platform domains plus the account's active custom domains, by hostname.

@@ -36,6 +36,48 @@ pub(crate) async fn group_link_keys(
         .map_err(Into::into)
 }
 
+/// The hosts a record names as enabled (`kv_model::MAX_ENABLED_HOSTS` at most; past it, none), from `query`, which
+/// selects `host` with its limit as its last parameter (bound here), in byte order (whatever the database's
+/// collation, as the blocklist's domains). A record with a list past the bound would be read on every dynamic visit whatever its size; a host it
+/// does not name is served all the same, after a read of its domain's record.
+async fn enabled_hosts<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    read: &sqlx::AnyPool,
+) -> Result<Vec<String>, StoreError> {
+    // One more than the bound, to know it is past.
+    let limit = i64::try_from(kv_model::MAX_ENABLED_HOSTS + 1).unwrap_or(i64::MAX);
+    let rows = query.bind(limit).fetch_all(read).await?;
+    if rows.len() > kv_model::MAX_ENABLED_HOSTS {
+        return Ok(Vec::new());
+    }
+    let mut hosts = rows
+        .iter()
+        .map(|r| r.try_get("host"))
+        .collect::<Result<Vec<String>, _>>()?;
+    hosts.sort_unstable();
+    Ok(hosts)
+}
+
+/// The KV keys whose records name the enabled hosts, for a change of the domain of `account_id` (`None`: a platform
+/// domain) in the caller's transaction: the blocklist's for a platform domain, every group's of the account for a
+/// custom one (an account has at most its groups' limit of them, `DEFAULT_MAX_GROUPS_PER_ACCOUNT` by default).
+pub(crate) async fn enabled_host_keys(
+    conn: &mut AnyConnection,
+    account_id: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let Some(account_id) = account_id else {
+        return Ok(vec![BLOCKLIST_KEY.to_owned()]);
+    };
+    let rows = sqlx::query("SELECT id FROM groups WHERE account_id = $1")
+        .bind(account_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter()
+        .map(|r| Ok(kv_model::group_key(&r.try_get::<String, _>("id")?)))
+        .collect::<Result<_, sqlx::Error>>()
+        .map_err(Into::into)
+}
+
 /// Pending outbox rows and the age of the oldest: the publisher's lag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutboxLag {
@@ -174,7 +216,17 @@ impl Db {
             // their bytes): the edge builds its blocklist with a check of that order, and sorts only a list out of
             // it (shared_crypto::DomainBlocklist).
             domains.sort_unstable();
-            return json(serde_json::to_string(&BlocklistRecord::new(domains))).map(Some);
+            let record = BlocklistRecord {
+                enabled_hosts: enabled_hosts(
+                    sqlx::query(
+                        "SELECT host FROM domains WHERE is_platform = 1 AND enabled = 1 ORDER BY host LIMIT $1",
+                    ),
+                    &self.read,
+                )
+                .await?,
+                ..BlocklistRecord::new(domains)
+            };
+            return json(serde_json::to_string(&record)).map(Some);
         }
         if let Some(id) = key.strip_prefix("group:") {
             return match self.group_record(id).await? {
@@ -220,7 +272,8 @@ impl Db {
         )))
     }
 
-    /// A group as the edge sees it (its key and settings), by id.
+    /// A group as the edge sees it (its key and settings, and the hosts of its account's enabled custom domains:
+    /// [`GroupRecord::enabled_hosts`]), by id.
     pub async fn group_record(&self, id: &str) -> Result<Option<GroupRecord>, StoreError> {
         let Some(row) = sqlx::query("SELECT key, settings FROM groups WHERE id = $1")
             .bind(id)
@@ -233,10 +286,19 @@ impl Db {
         let settings = serde_json::from_str(&settings).map_err(|e| {
             StoreError::Internal(format!("stored group settings do not parse: {e}"))
         })?;
-        Ok(Some(GroupRecord::new(
-            row.try_get::<String, _>("key")?,
-            settings,
-        )))
+        let enabled_hosts = enabled_hosts(
+            sqlx::query(
+                "SELECT d.host FROM domains d JOIN groups g ON g.account_id = d.account_id \
+                 WHERE g.id = $1 AND d.enabled = 1 ORDER BY d.host LIMIT $2",
+            )
+            .bind(id),
+            &self.read,
+        )
+        .await?;
+        Ok(Some(GroupRecord {
+            enabled_hosts,
+            ..GroupRecord::new(row.try_get::<String, _>("key")?, settings)
+        }))
     }
 
     /// A persistent link as the edge sees it, by hostname and (lowercase) short code, with a copy of its group's

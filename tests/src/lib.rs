@@ -381,6 +381,16 @@ impl Worker {
         self.send(reqwest::Method::GET, host, path, headers).await
     }
 
+    /// Visits `path` on `host` `times` times, each a redirect to the destination `location`: a first visit and the
+    /// ones that follow it, decided from what it read.
+    pub async fn visit_destination(&self, host: &str, path: &str, times: usize, location: &str) {
+        for _ in 0..times {
+            self.visit(host, path, &[])
+                .await
+                .assert_destination(location);
+        }
+    }
+
     /// Any method, as a browser, with extra headers (which may override the User-Agent).
     pub async fn send(
         &self,

@@ -1076,11 +1076,8 @@ async fn a_first_visit_reads_each_record_once() {
         other_group,
         &token(&key(), &Payload::new("https://dest.example/dynamic")),
     );
-    for _ in 0..2 {
-        w.visit(HOST, &path, &[])
-            .await
-            .assert_destination("https://dest.example/dynamic");
-    }
+    w.visit_destination(HOST, &path, 2, "https://dest.example/dynamic")
+        .await;
     w.assert_read_once(&[
         format!("domain:{HOST}"),
         format!("group:{other_group}"),
@@ -1089,7 +1086,133 @@ async fn a_first_visit_reads_each_record_once() {
     .await;
 }
 
-/// A deployment that never blocked a domain has no blocklist record (the origin writes it at the first block): a new
+/// The hosts the group's and the blocklist's records name as enabled domains (edge-worker/src/named_hosts.rs; the
+/// origin publishes them, propagation.rs checks it end to end): a new isolate's first visit to a dynamic link on a
+/// named host reads the group and the blocklist only, never the domain's record; a host neither names (another
+/// account's custom domain) is served after a read of its record (on a new isolate, in a second round of the
+/// first-visit path), and a disabled one falls back, to its own fallback URL. A domain record the isolate holds is
+/// the word on its host, whatever the names say (here, one read
+/// for a persistent link's fallback, saying the domain is disabled while the blocklist still names it, as while a
+/// change propagates).
+#[tokio::test]
+async fn a_host_the_records_name_is_served_without_its_domain_record() {
+    const CUSTOM: &str = "links.acme.example";
+    const OTHER: &str = "other.example.com";
+    const OFF: &str = "off.example.com";
+    let records = |host_enabled: bool| {
+        let mut named_group = group(&key(), json!({}));
+        named_group["enabled_hosts"] = json!([CUSTOM]);
+        vec![
+            (
+                format!("domain:{HOST}"),
+                domain(host_enabled, Some(HOST_FALLBACK)),
+            ),
+            (format!("domain:{CUSTOM}"), domain(true, None)),
+            (format!("domain:{OTHER}"), domain(true, None)),
+            (
+                format!("domain:{OFF}"),
+                domain(false, Some("https://off.example/fallback")),
+            ),
+            (format!("group:{GROUP}"), named_group),
+            (
+                s("blocklist"),
+                json!({"v": 1, "domains": ["evil.example"], "enabled_hosts": [HOST]}),
+            ),
+        ]
+    };
+    let path = |dest: &str| dynamic_path(GROUP, &token(&key(), &Payload::new(dest)));
+    let start = || {
+        Worker::start_with(Options {
+            env: vec![(s("KV_FAULTS"), s("1"))],
+            ..Options::default()
+        })
+    };
+
+    // Named by the group (its account's custom domain), then by the blocklist (a platform domain).
+    let w = start();
+    w.sync(records(true), vec![]).await;
+    w.visit_destination(
+        CUSTOM,
+        &path("https://dest.example/custom"),
+        2,
+        "https://dest.example/custom",
+    )
+    .await;
+    let reads = w
+        .assert_read_once(&[format!("group:{GROUP}"), s("blocklist")])
+        .await;
+    assert_eq!(reads.get(&format!("domain:{CUSTOM}")), None, "{reads:?}");
+    // Decided on the first-visit path, whose token WebCrypto opens.
+    assert_eq!(w.webcrypto_decrypts().await, (1, 1));
+    w.visit_destination(
+        HOST,
+        &path("https://dest.example/platform"),
+        2,
+        "https://dest.example/platform",
+    )
+    .await;
+    let reads = w.kv_reads().await;
+    assert_eq!(reads.get(&format!("domain:{HOST}")), None, "{reads:?}");
+    // Named by neither: its own record, read once, serves it or not.
+    w.visit_destination(
+        OTHER,
+        &path("https://dest.example/other"),
+        2,
+        "https://dest.example/other",
+    )
+    .await;
+    w.visit(OFF, &path("https://dest.example/off"), &[])
+        .await
+        .assert_redirect("https://off.example/fallback");
+    // A fallback on a named host is its record's URL: read then.
+    w.visit(HOST, &path("https://evil.example/x"), &[])
+        .await
+        .assert_redirect(HOST_FALLBACK);
+    let reads = w
+        .assert_read_once(&[
+            format!("domain:{OTHER}"),
+            format!("domain:{OFF}"),
+            format!("domain:{HOST}"),
+            format!("group:{GROUP}"),
+            s("blocklist"),
+        ])
+        .await;
+    assert_eq!(reads.get(&format!("domain:{CUSTOM}")), None, "{reads:?}");
+
+    // A new isolate's first visit on a host neither names: served, each record read once.
+    let w = start();
+    w.sync(records(true), vec![]).await;
+    w.visit_destination(
+        OTHER,
+        &path("https://dest.example/first"),
+        2,
+        "https://dest.example/first",
+    )
+    .await;
+    w.assert_read_once(&[
+        format!("domain:{OTHER}"),
+        format!("group:{GROUP}"),
+        s("blocklist"),
+    ])
+    .await;
+    // Its record in a second round of the first-visit path, not by the full path.
+    assert_eq!(w.webcrypto_decrypts().await, (1, 1));
+
+    // The domain's record, held, says disabled: the names do not override it.
+    let w = start();
+    w.sync(records(false), vec![]).await;
+    w.visit(HOST, "/no-such-link", &[])
+        .await
+        .assert_redirect(HOST_FALLBACK);
+    for _ in 0..2 {
+        w.visit(HOST, &path("https://dest.example/held"), &[])
+            .await
+            .assert_redirect(HOST_FALLBACK);
+    }
+}
+
+/// A deployment that never blocked a domain has no blocklist record (the origin writes it at the first block, or at
+/// the first platform domain, which it names): a new
 /// isolate's first visit to a dynamic link finds that absence with the domain and the group, holds it as it holds a
 /// record KV had (an empty list), redirects, and caches it after the response: each key is read once.
 #[tokio::test]
@@ -1110,11 +1233,8 @@ async fn a_first_visit_without_a_blocklist_record_reads_each_record_once() {
         GROUP,
         &token(&key(), &Payload::new("https://dest.example/unblocked")),
     );
-    for _ in 0..3 {
-        w.visit(HOST, &path, &[])
-            .await
-            .assert_destination("https://dest.example/unblocked");
-    }
+    w.visit_destination(HOST, &path, 3, "https://dest.example/unblocked")
+        .await;
     w.assert_read_once(&[
         format!("domain:{HOST}"),
         format!("group:{GROUP}"),

@@ -144,6 +144,22 @@ async fn without_any_blocklist_read_dynamic_links_fall_back() {
         .assert_redirect(HOST_FALLBACK);
 }
 
+/// A read that fails on a new isolate's first visit sends it to the full path, which reads the key again (and logs
+/// the failure), never to a second round of the first-visit path (which would read it a third time): here the
+/// group's, in the first round, so the dynamic link falls back.
+#[tokio::test]
+async fn a_first_visits_failed_read_goes_to_the_full_path() {
+    let (w, _, fine) = with_blocklist().await;
+    let group_key = format!("group:{PLAIN}");
+    assert_eq!(w.fail_kv_reads(&[&group_key]).await, 0);
+    w.visit(HOST, &fine, &[])
+        .await
+        .assert_redirect(HOST_FALLBACK);
+    let reads = w.kv_reads().await;
+    assert_eq!(reads.get(&group_key), Some(&2), "{reads:?}");
+    assert_eq!(w.failed_kv_reads().await, 2);
+}
+
 /// The group a new isolate's first visit to a dynamic link read (on the first-visit path, which keeps it as the
 /// last good copy only after the response: edge-worker/src/shell/settle.rs) serves when its reads fail later, as
 /// one the full path read does.

@@ -1109,6 +1109,105 @@ async fn blocking_a_domain_reaches_a_new_isolates_first_visit() {
     let _ = std::fs::remove_dir_all(&kv);
 }
 
+/// The hosts the origin's records name as enabled domains (issue 28): the blocklist's record names the platform
+/// domains, a group's its account's custom domains, so that a new isolate's first visit to a dynamic link reads the
+/// group and the blocklist but not the domain's record. Disabling a domain republishes the records that named it, in
+/// the same transaction: a new isolate on the same KV (started on the first one's KV after it stopped, with no
+/// origin to ask) then falls back on the domain, to its own fallback URL; without the republish, the names would
+/// still serve it.
+#[tokio::test]
+async fn a_disabled_domain_stops_its_dynamic_links_on_a_new_isolates_first_visit() {
+    const CUSTOM: &str = "links.acme.example";
+    let kv = std::env::temp_dir().join(format!(
+        "shortlink-kv-named-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_nanos()
+    ));
+    let with_kv = |port: Option<u16>| {
+        let mut env = vec![
+            ("KV_PERSIST".to_owned(), kv.display().to_string()),
+            ("KV_FAULTS".to_owned(), "1".to_owned()),
+        ];
+        if let Some(port) = port {
+            env.push(("PORT".to_owned(), port.to_string()));
+        }
+        Worker::start_with(Options {
+            env,
+            ..Options::default()
+        })
+    };
+    let db = Database::new();
+    let account = db.account("owner@example.com");
+    let custom = db.admin(&[
+        "admin",
+        "domain",
+        "add",
+        "--host",
+        CUSTOM,
+        "--account",
+        &account.id,
+        "--fallback-url",
+        "https://acme.example/gone",
+    ]);
+    let group = db.group(&account, "campaign", json!({}));
+    let path = dynamic_path(
+        &group.id,
+        &token(
+            &group.signing_key(),
+            &Payload::new("https://dest.example/dyn"),
+        ),
+    );
+    let worker_port = e2e::origin::free_port();
+    let publishing = with_kv(Some(worker_port));
+    let origin = origin_publishing_to(&db, worker_port).await;
+    outbox_drained(&origin).await;
+    drop(publishing);
+
+    let fresh = with_kv(None);
+    for host in [HOST, CUSTOM] {
+        fresh
+            .visit(host, &path, &[])
+            .await
+            .assert_destination("https://dest.example/dyn");
+    }
+    let reads = fresh.kv_reads().await;
+    assert_eq!(
+        reads.get(&format!("group:{}", group.id)),
+        Some(&1),
+        "{reads:?}"
+    );
+    assert_eq!(reads.get("blocklist"), Some(&1), "{reads:?}");
+    for host in [HOST, CUSTOM] {
+        assert_eq!(reads.get(&format!("domain:{host}")), None, "{reads:?}");
+    }
+    drop(fresh);
+
+    let publishing = with_kv(Some(worker_port));
+    let platform = db.query(&format!("SELECT id FROM domains WHERE host = '{HOST}'"));
+    for id in [
+        platform.trim(),
+        custom["id"].as_str().expect("the domain's id"),
+    ] {
+        db.admin(&["admin", "domain", "disable", "--id", id]);
+    }
+    outbox_drained(&origin).await;
+    drop(publishing);
+    let fresh = with_kv(None);
+    fresh
+        .visit(HOST, &path, &[])
+        .await
+        .assert_redirect(HOST_FALLBACK);
+    fresh
+        .visit(CUSTOM, &path, &[])
+        .await
+        .assert_redirect("https://acme.example/gone");
+    drop(fresh);
+    let _ = std::fs::remove_dir_all(&kv);
+}
+
 /// Smart links (issue 25) from the API to the edge: app links, a rule and the redirect status set through the
 /// origin reach the worker in the link's record and route each visitor; an expired link with an `expired_url`
 /// sends visitors there.

@@ -19,6 +19,7 @@ use super::records;
 use crate::bounded::BoundedMap;
 use crate::config;
 use crate::decision::{self, Decision, Group, LinkGroup, Outcome};
+use crate::named_hosts;
 use crate::reply;
 use crate::room;
 use crate::route::{self, Route};
@@ -196,37 +197,43 @@ fn dynamic(
     wanted: &mut Vec<String>,
 ) -> Option<Decided> {
     let now = i64::try_from(now_ms).ok()?;
-    // The three records do not depend on each other: a first visit reads all it lacks in one round. Each key is
-    // built once, for its lookup and for the reads.
-    let (domain_key, group_key) = (kv_model::domain_key(host), kv_model::group_key(group_id));
-    let (domain, group, blocklist) = (
-        records::fresh_domain(&domain_key, now_ms),
+    // The group and the blocklist do not depend on each other: a first visit reads both in one round. The domain's
+    // record is read only when neither names the host ([`named_hosts`]). Each key is built once, for its lookup
+    // and for the reads.
+    let group_key = kv_model::group_key(group_id);
+    let (Some((group, group_until)), Some((blocklist, blocklist_until))) = (
         records::fresh_group(&group_key, now_ms),
         records::fresh_blocklist(now_ms),
-    );
-    let (
-        Some((domain, domain_until)),
-        Some((group, group_until)),
-        Some((blocklist, blocklist_until)),
-    ) = (domain, group, blocklist)
-    else {
+    ) else {
         // Pushed one by one into the room given (`extend` would compile a `reserve` of its own for this).
-        room::give(wanted, 3);
-        wanted.push(domain_key);
+        room::give(wanted, 2);
         wanted.push(group_key);
         wanted.push(BLOCKLIST_KEY.to_owned());
         return None;
     };
+    // Before the domain: a group whose rules look at the visitor takes the full path, which reads the domain itself.
     if decision::needs_visitor(Some(&group.settings)) {
         return None;
     }
+    let domain_key = kv_model::domain_key(host);
+    let held = records::fresh_domain(&domain_key, now_ms);
+    let held_until = held.as_ref().map_or(u64::MAX, |(_, until)| *until);
+    let Some(domain) = named_hosts::served_domain(
+        held.as_ref().map(|(record, _)| record.as_deref()),
+        &group,
+        &blocklist,
+        host,
+    ) else {
+        room::push(wanted, domain_key, 1);
+        return None;
+    };
     // The memo's entry for a token seen before: its expiry (in seconds) is the payload's, known before
     // deciding. One lookup serves both the keeping and the answer's bound.
     let seen_expiry = token.as_deref().and_then(|t| group.opened_expiry(t));
     let opened = match (seen_expiry, token.as_deref()) {
         (None, Some(token)) => match pass {
             Pass::Any => None,
-            Pass::First => {
+            Pass::First { .. } => {
                 if hand_on(&group, token) {
                     return None;
                 }
@@ -243,7 +250,7 @@ fn dynamic(
     let visitor = &NO_VISITOR;
     let decision = match (&opened, token.as_deref()) {
         (Some(payload), Some(token)) => decision::decide_dynamic_opened(
-            domain.as_deref(),
+            domain,
             Some(&group),
             token,
             payload,
@@ -252,7 +259,7 @@ fn dynamic(
             now / 1000,
         ),
         _ => decision::decide_dynamic(
-            domain.as_deref(),
+            domain,
             Some(&group),
             token.as_deref(),
             Some(blocklist.as_ref()),
@@ -264,7 +271,7 @@ fn dynamic(
     if let (Some(payload), Some(token)) = (opened, token) {
         super::settle::keep_opened(group, token, payload);
     }
-    let records_until = domain_until.min(group_until).min(blocklist_until);
+    let records_until = held_until.min(group_until).min(blocklist_until);
     let until = seen_expiry.map_or(0, |at| {
         decision::answer_until(records_until, at.map(|s| s.saturating_mul(1000)))
     });
@@ -279,8 +286,12 @@ pub(super) enum Pass<'a> {
     /// `first_fetch` without `sealed`: a visit through the first-visit path (a new isolate's first, or any whose
     /// records the isolate held nothing of), the records it lacked just read. A dynamic link's token the group's
     /// record in the isolate has not opened is handed to the entry module to open with WebCrypto
-    /// ([`take_open_request`]).
-    First,
+    /// ([`take_open_request`]). With `replan` (the entry module's first call, when every read came back), the
+    /// records the visit turned out to need besides (a dynamic link's domain that neither its group's record nor the
+    /// blocklist's names, [`crate::named_hosts`]; the blocklist of a link without the origin's word) are read in one
+    /// more round ([`super::first::plan`]) rather than by the full path; the entry module's next call is without
+    /// it, and a read that failed goes to the full path, which reads it again and logs the failure.
+    First { replan: bool },
     /// `first_fetch` again, for that visit, with what was handed on (`sealed`) and WebCrypto's plaintext of it as
     /// text (`None`: it did not open it, or the plaintext is not UTF-8). Never hands a token on again.
     Opened {
@@ -478,7 +489,7 @@ extern "C" {
     /// when there is no Host header>` ([`route::split_visit_line`] reads it). Four calls through web-sys (the method,
     /// the URL, the headers, the Host) were four imports whose JavaScript and wasm glue a new isolate's first
     /// request compiled, and four crossings on every pass of the fast path (a first visit to a dynamic link makes
-    /// three: `fetch`, then `first_fetch` twice); BENCHMARKS.md, issue 28.
+    /// three: `fetch`, then `first_fetch` twice, or four with a second round of reads); BENCHMARKS.md, issue 28.
     fn visit_line(req: &web_sys::Request) -> String;
 
     /// `new Response(null, { status, headers })` with the three headers of [`reply::redirect_headers`], in one call

@@ -67,8 +67,8 @@ fn plan_of(keys: &[String]) -> JsValue {
 /// Holds what KV had for a plan's `key` (`text`; `None`: no such key) for this visit, to be cached after its answer
 /// ([`records::hold_read`]); true. False, holding nothing, for a link KV lacks, which may be the origin's to answer:
 /// the entry module then hands it to [`first_store_missing`], as it does a failed read. Apart, so that a first visit
-/// whose reads all came back (a deployment that never blocked a domain has no blocklist record: its absence comes
-/// back too) hands over no `env` and compiles no configuration read (BENCHMARKS.md, issue 28).
+/// whose reads all came back (a deployment that never blocked a domain and has no platform domain has no blocklist
+/// record: its absence comes back too) hands over no `env` and compiles no configuration read (BENCHMARKS.md, issue 28).
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
 pub fn first_store(key: &str, text: Option<String>) -> bool {
@@ -91,8 +91,9 @@ pub fn first_store_missing(key: &str, read: bool, env: Env) {
 }
 
 /// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy
-/// of the group's settings, else the full path. Never a plan again. Without `sealed` ([`Pass::First`]): for a
-/// dynamic link whose token the group's record in the isolate has not opened, the token to open with WebCrypto
+/// of the group's settings, else the full path. With `replan` (the entry module's first call, when every read came
+/// back), one more plan when the visit turned out to need records the first did not read; never a plan otherwise.
+/// Without `sealed` ([`Pass::First`]): for a dynamic link whose token the group's record in the isolate has not opened, the token to open with WebCrypto
 /// instead (a `Uint8Array`: the group key, 32 bytes, the IV, 12, then the ciphertext and its tag). With what it
 /// handed on (`sealed`) and WebCrypto's plaintext of it, as text (`plaintext`; `None`: WebCrypto did not open it,
 /// or it is not UTF-8; Rust's AES-GCM then opens it, and reads its bytes as it reads any token's):
@@ -108,9 +109,10 @@ pub fn first_fetch(
     ctx: worker::worker_sys::Context,
     sealed: Option<Vec<u8>>,
     plaintext: Option<String>,
+    replan: bool,
 ) -> JsValue {
     let pass = match &sealed {
-        None => Pass::First,
+        None => Pass::First { replan },
         Some(sealed) => Pass::Opened {
             sealed,
             plaintext: plaintext.as_deref(),

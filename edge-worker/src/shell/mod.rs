@@ -134,9 +134,9 @@ pub fn fetch(
     answer(req, env, ctx, Pass::Any)
 }
 
-/// [`fetch`], and the first visit's calls ([`first::first_fetch`], once or, with a token opened, twice) after the
-/// entry module read the plan's records: never a plan then, but maybe a dynamic link's token to open with WebCrypto
-/// ([`fast::Pass`]), a `Uint8Array`.
+/// [`fetch`], and the first visit's calls ([`first::first_fetch`]: once, again after one more plan, again after a
+/// token opened) after the entry module read the plan's records: one more plan at most ([`fast::Pass::First`]), or
+/// a dynamic link's token to open with WebCrypto, a `Uint8Array`.
 fn answer(
     req: worker::worker_sys::web_sys::Request,
     env: Env,
@@ -153,25 +153,24 @@ fn answer(
     if let Some((response, _)) = answer {
         return response.into();
     }
-    match pass {
-        Pass::Any => {
-            if let Some(plan) = first::plan(&mut wanted, now_ms) {
-                return plan;
-            }
-        }
-        Pass::First => {
-            if let Some(sealed) = fast::take_open_request() {
-                return js_sys::Uint8Array::from(sealed.as_slice()).into();
-            }
-            // The records this visit read are held, not cached yet ([`records::hold_read`]): the full path looks
-            // in the cache, and would wait for the reads' own marks.
-            settle::first_settle();
-        }
-        // A first visit the fast path did not answer (a fallback, analytics): the records it read go into the
-        // cache, and WebCrypto's opening into the memo, now, so that the full path does not open the token again
-        // with Rust's AES-GCM (its key schedule, the cipher and GHASH compiled for it); the full path compiles far
-        // more than these writes anyway.
-        Pass::Opened { .. } => settle::first_settle(),
+    if let Pass::First { .. } = pass
+        && let Some(sealed) = fast::take_open_request()
+    {
+        return js_sys::Uint8Array::from(sealed.as_slice()).into();
+    }
+    // One call for both passes that may plan: each call site would be a copy of the plan's code, inlined.
+    if matches!(pass, Pass::Any | Pass::First { replan: true })
+        && let Some(plan) = first::plan(&mut wanted, now_ms)
+    {
+        return plan;
+    }
+    // A first visit the fast path did not answer (a fallback, analytics): the records it read are held, not cached
+    // yet ([`records::hold_read`]), and go into the cache now (the full path looks in the cache, and would wait for
+    // the reads' own marks), with WebCrypto's opening into the memo, so that the full path does not open the token
+    // again with Rust's AES-GCM (its key schedule, the cipher and GHASH compiled for it); the full path compiles far
+    // more than these writes anyway.
+    if !matches!(pass, Pass::Any) {
+        settle::first_settle();
     }
     full_path(req, env, ctx, now_ms)
 }

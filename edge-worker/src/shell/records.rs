@@ -11,9 +11,8 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
-use kv_model::{BLOCKLIST_KEY, BlocklistRecord, DomainRecord, GroupRecord, LinkRecord};
+use kv_model::{BLOCKLIST_KEY, DomainRecord, GroupRecord, LinkRecord};
 use serde::de::DeserializeOwned;
-use shared_crypto::DomainBlocklist;
 use worker::{Context, Delay, Env};
 
 use super::kv::{self, Kv};
@@ -27,6 +26,7 @@ use crate::decision::Group;
 use crate::json_record;
 use crate::loads::{Loads, Ticket, Wait, WaitStep};
 use crate::log::{self, KvWrite, Throttle, Via};
+use crate::named_hosts::BlocklistEntry;
 use crate::origin::{self, Lookup, Origin};
 use crate::plain_records;
 use crate::room;
@@ -37,7 +37,7 @@ enum Cached {
     Link(Option<Rc<LinkRecord>>),
     Group(Option<Rc<Group>>),
     Domain(Option<Rc<DomainRecord>>),
-    Blocklist(Rc<DomainBlocklist>),
+    Blocklist(Rc<BlocklistEntry>),
     /// The origin failed to answer for a link's group: for the TTL, the last good copy or the fallback, without
     /// asking again (a failing origin costs one slow visitor, not all).
     OriginFailed,
@@ -107,7 +107,7 @@ thread_local! {
     /// the sync route's delete.
     ///
     /// The blocklist of the last successful read; `None` until the isolate's first.
-    static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<DomainBlocklist>>> = const { RefCell::new(None) };
+    static LAST_GOOD_BLOCKLIST: RefCell<Option<Rc<BlocklistEntry>>> = const { RefCell::new(None) };
     /// By KV key (`group:<id>`), what KV last had, and by [`origin_group_key`] what the origin last gave for a link
     /// whose group KV lacks: `Some(Rc<Group>)`, or `None` for a group found absent or deleted (no earlier copy may
     /// serve then); within [`config::LAST_GOOD_GROUPS_BUDGET_BYTES`], the oldest going
@@ -348,12 +348,12 @@ fn wrap_domain(text: Option<String>) -> Cached {
     Cached::Domain(parse(text, plain_records::plain_domain).map(Rc::new))
 }
 
-/// The isolate's form of KV's text for the blocklist: empty when KV has none. The record's list becomes the
-/// blocklist in place (`From<Vec<String>>`), not copied into a second one.
+/// The isolate's form of KV's text for the blocklist: empty when KV has none. The record's lists become the entry
+/// in place (`From<BlocklistRecord>`), not copied into second ones.
 fn wrap_blocklist(text: Option<String>) -> Cached {
     Cached::Blocklist(Rc::new(
         parse(text, plain_records::plain_blocklist)
-            .map(|r: BlocklistRecord| DomainBlocklist::from(r.domains))
+            .map(BlocklistEntry::from)
             .unwrap_or_default(),
     ))
 }
@@ -423,7 +423,7 @@ pub(super) fn fresh_domain(key: &str, now_ms: u64) -> Option<(Option<Rc<DomainRe
 }
 
 /// The blocklist, fresh in the isolate cache, and until when.
-pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<DomainBlocklist>, u64)> {
+pub(super) fn fresh_blocklist(now_ms: u64) -> Option<(Rc<BlocklistEntry>, u64)> {
     match fresh(BLOCKLIST_KEY, now_ms)? {
         (Cached::Blocklist(list), until) => Some((list, until)),
         _ => None,
@@ -913,7 +913,7 @@ impl<'a> Records<'a> {
     /// The blocked domains (empty when KV has no blocklist); when KV cannot be read, the last list read, however
     /// old; `None` when it cannot be read and never could be in this isolate (never an empty list for a failure:
     /// that would unblock every domain).
-    pub(super) async fn blocklist(&self) -> Option<Rc<DomainBlocklist>> {
+    pub(super) async fn blocklist(&self) -> Option<Rc<BlocklistEntry>> {
         match self
             .entry(BLOCKLIST_KEY, || {
                 self.kv_load(BLOCKLIST_KEY, wrap_blocklist)

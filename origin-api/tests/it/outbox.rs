@@ -151,7 +151,8 @@ async fn every_change_enqueues_its_key(engine: Engine) {
         .disable_domain(&domain.id, &Actor::Operator)
         .await
         .unwrap();
-    assert_eq!(pending_keys(&app).await, ["domain:sho.rt"]);
+    // The blocklist's record named it as an enabled platform domain: republished with it.
+    assert_eq!(pending_keys(&app).await, ["blocklist", "domain:sho.rt"]);
     let d: DomainRecord = record(&app, "domain:sho.rt").await.unwrap();
     assert!(!d.enabled);
     drain(&app).await;
@@ -368,7 +369,117 @@ async fn internal_routes_off_without_secret(engine: Engine) {
     app.stop().await;
 }
 
+/// The hosts the records name as enabled (issue 28, `kv_model::GroupRecord::enabled_hosts`,
+/// `BlocklistRecord::enabled_hosts`): the blocklist's record names the enabled platform domains, a group's its
+/// account's enabled custom domains, each in byte order and only up to `MAX_ENABLED_HOSTS`; every change of a domain
+/// republishes the records that name or would name it, in the same transaction.
+async fn records_name_the_enabled_hosts(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let acc = app.account(true).await;
+    let other = app.account(true).await;
+    let promo = app
+        .db
+        .create_group(
+            &acc.id,
+            "Promo",
+            &GroupSettings::default(),
+            &Actor::Operator,
+        )
+        .await
+        .unwrap();
+    drain(&app).await;
+    let blocklist = || async { record::<BlocklistRecord>(&app, "blocklist").await.unwrap() };
+    let group = |id: String| {
+        let app = &app;
+        async move {
+            record::<GroupRecord>(app, &format!("group:{id}"))
+                .await
+                .unwrap()
+        }
+    };
+    assert!(blocklist().await.enabled_hosts.is_empty());
+
+    // Platform domains: the blocklist's record, in byte order (`-` before `.`, whatever the collation).
+    let platform = app.platform_domain("sho.rt").await;
+    assert_eq!(pending_keys(&app).await, ["blocklist", "domain:sho.rt"]);
+    app.platform_domain("a.sho.rt").await;
+    app.platform_domain("a-z.sho.rt").await;
+    assert_eq!(
+        blocklist().await.enabled_hosts,
+        ["a-z.sho.rt", "a.sho.rt", "sho.rt"]
+    );
+    assert!(
+        group(acc.default_group_id.clone())
+            .await
+            .enabled_hosts
+            .is_empty()
+    );
+    drain(&app).await;
+
+    // A custom domain: every group of its account, and no other account's.
+    let custom = app.custom_domain("links.acme.example", &acc).await;
+    let mut keys = pending_keys(&app).await;
+    keys.sort();
+    let mut want = vec![
+        "domain:links.acme.example".to_owned(),
+        format!("group:{}", acc.default_group_id),
+        format!("group:{}", promo.id),
+    ];
+    want.sort();
+    assert_eq!(keys, want);
+    for id in [acc.default_group_id.clone(), promo.id.clone()] {
+        assert_eq!(group(id).await.enabled_hosts, ["links.acme.example"]);
+    }
+    assert!(
+        group(other.default_group_id.clone())
+            .await
+            .enabled_hosts
+            .is_empty()
+    );
+    assert_eq!(blocklist().await.enabled_hosts.len(), 3);
+    drain(&app).await;
+
+    // Disabled: no longer named, by the records republished with the domain's.
+    app.db
+        .disable_domain(&custom.id, &Actor::Operator)
+        .await
+        .unwrap();
+    let mut keys = pending_keys(&app).await;
+    keys.sort();
+    assert_eq!(keys, want);
+    assert!(group(promo.id.clone()).await.enabled_hosts.is_empty());
+    drain(&app).await;
+    app.db
+        .disable_domain(&platform.id, &Actor::Operator)
+        .await
+        .unwrap();
+    assert_eq!(pending_keys(&app).await, ["blocklist", "domain:sho.rt"]);
+    assert_eq!(blocklist().await.enabled_hosts, ["a-z.sho.rt", "a.sho.rt"]);
+
+    // Up to the bound every host is named; past it, none (a host not named is read from its domain's record).
+    for i in 2..kv_model::MAX_ENABLED_HOSTS {
+        app.platform_domain(&format!("p{i}.sho.rt")).await;
+    }
+    assert_eq!(
+        blocklist().await.enabled_hosts.len(),
+        kv_model::MAX_ENABLED_HOSTS
+    );
+    app.platform_domain("last.sho.rt").await;
+    assert!(blocklist().await.enabled_hosts.is_empty());
+    for i in 0..kv_model::MAX_ENABLED_HOSTS {
+        app.custom_domain(&format!("c{i}.acme.example"), &acc).await;
+    }
+    assert_eq!(
+        group(promo.id.clone()).await.enabled_hosts.len(),
+        kv_model::MAX_ENABLED_HOSTS
+    );
+    app.custom_domain("last.acme.example", &acc).await;
+    assert!(group(promo.id.clone()).await.enabled_hosts.is_empty());
+    app.stop().await;
+}
+
 both_engines!(
+    records_name_the_enabled_hosts,
     every_change_enqueues_its_key,
     internal_routes,
     internal_routes_off_without_secret
