@@ -19,7 +19,8 @@
 //        side), BASELINE_SETTINGS=long (the baseline's records carry a plain group's settings in the long form
 //        the origin wrote before 2026-12-02, every field at its default, where the others get `{}`: each build
 //        measured with what its own origin publishes), BASELINE_UNNAMED=1 (the baseline's blocklist record names
-//        no enabled host, as the origin published it before 2026-12-03: for a build that predates the names), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
+//        no enabled host, as the origin published it before 2026-12-03: for a build that predates the names),
+//        UNNAMED_TOO=1 (ours a second time with such records: a host its records do not name), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
 //        started from the configuration Miniflare wrote for it, without Miniflare's work in Node; below),
 //        ALL_OPTIONS_BUILD (a build started with every option wrangler gives, empty bindings and all, as this
 //        harness started ours before 2026-12-02; scripts/bench-worker-options.mjs).
@@ -129,6 +130,12 @@ if (process.env.BASELINE_BUILD) {
 // and Miniflare's simulators for them, as this harness started ours before 2026-12-02 (a comparison of harnesses).
 if (process.env.ALL_OPTIONS_BUILD) {
   workers.push({ name: "every wrangler option", options: oursOptions(process.env.ALL_OPTIONS_BUILD, { all: true }), seed: oursSeed });
+}
+// UNNAMED_TOO=1: ours once more, "ours, host not named", its blocklist's record naming no enabled host (another
+// account's custom domain, or a platform past kv_model::MAX_ENABLED_HOSTS): a dynamic first visit's second round.
+if (process.env.UNNAMED_TOO === "1") {
+  const dir = process.env.EDGE_BUILD_DIR ?? "edge-worker/build";
+  workers.push({ name: "ours, host not named", options: oursOptions(dir), seed: seedWith({}, { named: false }) });
 }
 for (const spec of (process.env.BUILDS ?? "").split(",").filter(Boolean)) {
   const [name, dir] = spec.split("=");

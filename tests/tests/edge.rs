@@ -1121,46 +1121,34 @@ async fn a_host_the_records_name_is_served_without_its_domain_record() {
         ]
     };
     let path = |dest: &str| dynamic_path(GROUP, &token(&key(), &Payload::new(dest)));
-    let start = || {
-        Worker::start_with(Options {
+    // A new isolate on the records, the domain of `HOST` enabled or not.
+    let start = async |host_enabled: bool| {
+        let w = Worker::start_with(Options {
             env: vec![(s("KV_FAULTS"), s("1"))],
             ..Options::default()
-        })
+        });
+        w.sync(records(host_enabled), vec![]).await;
+        w
+    };
+    // A dynamic link to `dest` on `host`, visited twice: its first visit, and one decided from what that read.
+    let served = async |w: &Worker, host: &str, dest: &str| {
+        w.visit_destination(host, &path(dest), 2, dest).await;
     };
 
     // Named by the group (its account's custom domain), then by the blocklist (a platform domain).
-    let w = start();
-    w.sync(records(true), vec![]).await;
-    w.visit_destination(
-        CUSTOM,
-        &path("https://dest.example/custom"),
-        2,
-        "https://dest.example/custom",
-    )
-    .await;
+    let w = start(true).await;
+    served(&w, CUSTOM, "https://dest.example/custom").await;
     let reads = w
         .assert_read_once(&[format!("group:{GROUP}"), s("blocklist")])
         .await;
     assert_eq!(reads.get(&format!("domain:{CUSTOM}")), None, "{reads:?}");
     // Decided on the first-visit path, whose token WebCrypto opens.
     assert_eq!(w.webcrypto_decrypts().await, (1, 1));
-    w.visit_destination(
-        HOST,
-        &path("https://dest.example/platform"),
-        2,
-        "https://dest.example/platform",
-    )
-    .await;
+    served(&w, HOST, "https://dest.example/platform").await;
     let reads = w.kv_reads().await;
     assert_eq!(reads.get(&format!("domain:{HOST}")), None, "{reads:?}");
     // Named by neither: its own record, read once, serves it or not.
-    w.visit_destination(
-        OTHER,
-        &path("https://dest.example/other"),
-        2,
-        "https://dest.example/other",
-    )
-    .await;
+    served(&w, OTHER, "https://dest.example/other").await;
     w.visit(OFF, &path("https://dest.example/off"), &[])
         .await
         .assert_redirect("https://off.example/fallback");
@@ -1180,15 +1168,8 @@ async fn a_host_the_records_name_is_served_without_its_domain_record() {
     assert_eq!(reads.get(&format!("domain:{CUSTOM}")), None, "{reads:?}");
 
     // A new isolate's first visit on a host neither names: served, each record read once.
-    let w = start();
-    w.sync(records(true), vec![]).await;
-    w.visit_destination(
-        OTHER,
-        &path("https://dest.example/first"),
-        2,
-        "https://dest.example/first",
-    )
-    .await;
+    let w = start(true).await;
+    served(&w, OTHER, "https://dest.example/first").await;
     w.assert_read_once(&[
         format!("domain:{OTHER}"),
         format!("group:{GROUP}"),
@@ -1199,8 +1180,7 @@ async fn a_host_the_records_name_is_served_without_its_domain_record() {
     assert_eq!(w.webcrypto_decrypts().await, (1, 1));
 
     // The domain's record, held, says disabled: the names do not override it.
-    let w = start();
-    w.sync(records(false), vec![]).await;
+    let w = start(false).await;
     w.visit(HOST, "/no-such-link", &[])
         .await
         .assert_redirect(HOST_FALLBACK);

@@ -1043,6 +1043,37 @@ async fn a_blocklisted_domain_stops_existing_persistent_links() {
         .assert_destination("https://fine.example/c");
 }
 
+/// A new directory for a KV that outlives its worker (`KV_PERSIST`), for a new isolate on what an earlier one's
+/// publisher wrote.
+fn kv_dir() -> std::path::PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir().join(format!(
+        "shortlink-kv-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_nanos()
+    ))
+}
+
+/// A worker on the KV in `kv` ([`kv_dir`]), on `port` (or any free one), its KV reads counted with `faults`
+/// (`KV_FAULTS=1`).
+fn worker_on_kv(kv: &std::path::Path, port: Option<u16>, faults: bool) -> Worker {
+    let mut env = vec![("KV_PERSIST".to_owned(), kv.display().to_string())];
+    if faults {
+        env.push(("KV_FAULTS".to_owned(), "1".to_owned()));
+    }
+    if let Some(port) = port {
+        env.push(("PORT".to_owned(), port.to_string()));
+    }
+    Worker::start_with(Options {
+        env,
+        ..Options::default()
+    })
+}
+
 /// A link's record carries the origin's word that none of its destinations is on the blocklist (`vouched`), on
 /// which a new isolate redirects the link's first visit before it has read the blocklist (one KV key in that
 /// visit's round). Blocking a domain must withdraw the word from every link with a destination under it, in the
@@ -1052,24 +1083,8 @@ async fn a_blocklisted_domain_stops_existing_persistent_links() {
 /// would redirect to the blocked domain.
 #[tokio::test]
 async fn blocking_a_domain_reaches_a_new_isolates_first_visit() {
-    let kv = std::env::temp_dir().join(format!(
-        "shortlink-kv-{}-{}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("clock after 1970")
-            .as_nanos()
-    ));
-    let with_kv = |port: Option<u16>| {
-        let mut env = vec![("KV_PERSIST".to_owned(), kv.display().to_string())];
-        if let Some(port) = port {
-            env.push(("PORT".to_owned(), port.to_string()));
-        }
-        Worker::start_with(Options {
-            env,
-            ..Options::default()
-        })
-    };
+    let kv = kv_dir();
+    let with_kv = |port: Option<u16>| worker_on_kv(&kv, port, false);
     let db = Database::new();
     let account = db.account("owner@example.com");
     let worker_port = e2e::origin::free_port();
@@ -1118,27 +1133,8 @@ async fn blocking_a_domain_reaches_a_new_isolates_first_visit() {
 #[tokio::test]
 async fn a_disabled_domain_stops_its_dynamic_links_on_a_new_isolates_first_visit() {
     const CUSTOM: &str = "links.acme.example";
-    let kv = std::env::temp_dir().join(format!(
-        "shortlink-kv-named-{}-{}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("clock after 1970")
-            .as_nanos()
-    ));
-    let with_kv = |port: Option<u16>| {
-        let mut env = vec![
-            ("KV_PERSIST".to_owned(), kv.display().to_string()),
-            ("KV_FAULTS".to_owned(), "1".to_owned()),
-        ];
-        if let Some(port) = port {
-            env.push(("PORT".to_owned(), port.to_string()));
-        }
-        Worker::start_with(Options {
-            env,
-            ..Options::default()
-        })
-    };
+    let kv = kv_dir();
+    let with_kv = |port: Option<u16>| worker_on_kv(&kv, port, true);
     let db = Database::new();
     let account = db.account("owner@example.com");
     let custom = db.admin(&[
