@@ -16,8 +16,9 @@
 // answers are bounded in number and in bytes (./kept-answers.mjs).
 // And it reads a new isolate's first records. When the wasm holds nothing of the records a visit needs, its `fetch`
 // returns a plan of KV reads (a string) rather than a Promise; `firstVisit` below reads them in one round (two when
-// the first shows another record is needed), hands the texts back, and calls the wasm's synchronous path again, so that no async Rust is compiled or run before that
-// response (edge-worker/src/shell/first.rs). A dynamic link's token on that visit is opened here, with WebCrypto.
+// the first shows another record is needed), hands the texts back, and calls the wasm's synchronous path again, so
+// that no async Rust is compiled or run before that response (edge-worker/src/shell/first.rs). A dynamic link's token
+// on that visit is opened here, with WebCrypto.
 // Named imports, not `import * as`: esbuild then leaves out what the entry never uses (the classes workers-rs
 // exports for features this worker has no use for), which makes the bundle smaller to parse on a new isolate.
 // The functions a first visit runs are written `const f = (function f(…) {…});`: V8 compiles a function in

@@ -19,7 +19,7 @@ use crate::decision::Group;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BlocklistEntry {
     /// The blocked destination domains.
-    pub list: DomainBlocklist,
+    list: DomainBlocklist,
     /// The record's [`BlocklistRecord::enabled_hosts`].
     enabled_hosts: Vec<String>,
 }

@@ -5,14 +5,14 @@
 //! payload, the plaintext of its token.
 //!
 //! Why not serde_json alone: V8 compiles each wasm function on its first call, and a new isolate's first visit parses
-//! its records before the redirect (a persistent link's record; a dynamic link's group and blocklist, its domain's
-//! when neither names the host, and its token's payload). serde_json's derived parses (each record's visitor, the settings', and serde_json's number, string and map helpers)
-//! were the largest part of what that visit compiled (about 11 KB of a persistent link's 47.6 KB); these scanners are
-//! a small fraction of it (BENCHMARKS.md, issue 28). They decide nothing on their own: anything a scanner does not
-//! fully understand (another field, an escape in a string, a `null` it does not expect, a number it would have to
-//! round, a duplicate key, settings other than `{}`) gives `None`, and the caller then reads the text with serde_json
-//! ([`crate::json_record::parse`]), as every record was read before. Whenever a scanner gives a record, serde_json
-//! gives the same one from the same text (the tests check it, on generated texts).
+//! its records before the redirect (a persistent link's record; a dynamic link's group and blocklist, its domain's when
+//! neither names the host, and its token's payload). serde_json's derived parses (each record's visitor, the settings',
+//! and serde_json's number, string and map helpers) were the largest part of what that visit compiled (about 11 KB of a
+//! persistent link's 47.6 KB); these scanners are a small fraction of it (BENCHMARKS.md, issue 28). They decide nothing
+//! on their own: anything a scanner does not fully understand (another field, an escape in a string, a `null` it does
+//! not expect, a number it would have to round, a duplicate key, settings other than `{}`) gives `None`, and the caller
+//! then reads the text with serde_json ([`crate::json_record::parse`]), as every record was read before. Whenever a
+//! scanner gives a record, serde_json gives the same one from the same text (the tests check it, on generated texts).
 
 use kv_model::{
     BlocklistRecord, DomainRecord, GroupRecord, GroupSettings, LinkRecord, MAX_ENABLED_HOSTS,

@@ -38,13 +38,13 @@ pub(crate) async fn group_link_keys(
 
 /// The hosts a record names as enabled (`kv_model::MAX_ENABLED_HOSTS` at most; past it, none), from `query`, which
 /// selects `host` with its limit as its last parameter (bound here), in byte order (whatever the database's
-/// collation, as the blocklist's domains). A record with a list past the bound would be read on every dynamic visit whatever its size; a host it
-/// does not name is served all the same, after a read of its domain's record.
+/// collation, as the blocklist's domains). A record with a list past the bound would be read on every dynamic visit
+/// whatever its size; a host it does not name is served all the same, after a read of its domain's record.
 async fn enabled_hosts<'q>(
     query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     read: &sqlx::AnyPool,
 ) -> Result<Vec<String>, StoreError> {
-    // One more than the bound, to know it is past.
+    // One more than the bound, to know it is past (in no order: all of them are named, or none).
     let limit = i64::try_from(kv_model::MAX_ENABLED_HOSTS + 1).unwrap_or(i64::MAX);
     let rows = query.bind(limit).fetch_all(read).await?;
     if rows.len() > kv_model::MAX_ENABLED_HOSTS {
@@ -219,7 +219,7 @@ impl Db {
             let record = BlocklistRecord {
                 enabled_hosts: enabled_hosts(
                     sqlx::query(
-                        "SELECT host FROM domains WHERE is_platform = 1 AND enabled = 1 ORDER BY host LIMIT $1",
+                        "SELECT host FROM domains WHERE is_platform = 1 AND enabled = 1 LIMIT $1",
                     ),
                     &self.read,
                 )
@@ -289,7 +289,7 @@ impl Db {
         let enabled_hosts = enabled_hosts(
             sqlx::query(
                 "SELECT d.host FROM domains d JOIN groups g ON g.account_id = d.account_id \
-                 WHERE g.id = $1 AND d.enabled = 1 ORDER BY d.host LIMIT $2",
+                 WHERE g.id = $1 AND d.enabled = 1 LIMIT $2",
             )
             .bind(id),
             &self.read,

@@ -1016,7 +1016,8 @@ async fn a_first_visit_uses_the_links_copy_of_its_groups_settings_then_the_group
 /// settings; the group's own record is read after that response and decides from the next visit on. Here the group
 /// has added an interstitial since the link was published: the first visit redirects (the copy), the next ones show
 /// the interstitial (the group). Every record is read once: what the first visit read is cached, not read again by
-/// the full path. A dynamic link's first visit reads its domain, group and the blocklist in one round the same way.
+/// the full path. A dynamic link's first visit reads its group and the blocklist the same way, and (here, where
+/// neither names the host) its domain in a second round.
 #[tokio::test]
 async fn a_first_visit_reads_each_record_once() {
     let w = Worker::start_with(Options {
@@ -1071,7 +1072,7 @@ async fn a_first_visit_reads_each_record_once() {
         .await;
     assert_eq!(reads.get(&format!("domain:{HOST}")), None, "{reads:?}");
 
-    // A dynamic link in a group the isolate has not read: the domain and the group, the blocklist already held.
+    // A dynamic link in a group the isolate has not read: the group, then the domain (the blocklist already held).
     let path = dynamic_path(
         other_group,
         &token(&key(), &Payload::new("https://dest.example/dynamic")),
@@ -1091,9 +1092,8 @@ async fn a_first_visit_reads_each_record_once() {
 /// named host reads the group and the blocklist only, never the domain's record; a host neither names (another
 /// account's custom domain) is served after a read of its record (on a new isolate, in a second round of the
 /// first-visit path), and a disabled one falls back, to its own fallback URL. A domain record the isolate holds is
-/// the word on its host, whatever the names say (here, one read
-/// for a persistent link's fallback, saying the domain is disabled while the blocklist still names it, as while a
-/// change propagates).
+/// the word on its host, whatever the names say (here, one read for a persistent link's fallback, saying the domain
+/// is disabled while the blocklist still names it, as while a change propagates).
 #[tokio::test]
 async fn a_host_the_records_name_is_served_without_its_domain_record() {
     const CUSTOM: &str = "links.acme.example";
@@ -1192,9 +1192,9 @@ async fn a_host_the_records_name_is_served_without_its_domain_record() {
 }
 
 /// A deployment that never blocked a domain has no blocklist record (the origin writes it at the first block, or at
-/// the first platform domain, which it names): a new
-/// isolate's first visit to a dynamic link finds that absence with the domain and the group, holds it as it holds a
-/// record KV had (an empty list), redirects, and caches it after the response: each key is read once.
+/// the first platform domain, which it names): a new isolate's first visit to a dynamic link finds that absence with
+/// the group (then reads the domain, which no record names), holds it as it holds a record KV had (an empty list),
+/// redirects, and caches it after the response: each key is read once.
 #[tokio::test]
 async fn a_first_visit_without_a_blocklist_record_reads_each_record_once() {
     let w = Worker::start_with(Options {

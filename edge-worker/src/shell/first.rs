@@ -68,7 +68,8 @@ fn plan_of(keys: &[String]) -> JsValue {
 /// ([`records::hold_read`]); true. False, holding nothing, for a link KV lacks, which may be the origin's to answer:
 /// the entry module then hands it to [`first_store_missing`], as it does a failed read. Apart, so that a first visit
 /// whose reads all came back (a deployment that never blocked a domain and has no platform domain has no blocklist
-/// record: its absence comes back too) hands over no `env` and compiles no configuration read (BENCHMARKS.md, issue 28).
+/// record: its absence comes back too) hands over no `env` and compiles no configuration read (BENCHMARKS.md,
+/// issue 28).
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export: reached by the entry module, not by Rust paths
 pub fn first_store(key: &str, text: Option<String>) -> bool {
@@ -90,17 +91,17 @@ pub fn first_store_missing(key: &str, read: bool, env: Env) {
     records::store_read(key, read.then_some(None), absent_link_final);
 }
 
-/// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy
-/// of the group's settings, else the full path. With `replan` (the entry module's first call, when every read came
-/// back), one more plan when the visit turned out to need records the first did not read; never a plan otherwise.
-/// Without `sealed` ([`Pass::First`]): for a dynamic link whose token the group's record in the isolate has not opened, the token to open with WebCrypto
-/// instead (a `Uint8Array`: the group key, 32 bytes, the IV, 12, then the ciphertext and its tag). With what it
-/// handed on (`sealed`) and WebCrypto's plaintext of it, as text (`plaintext`; `None`: WebCrypto did not open it,
-/// or it is not UTF-8; Rust's AES-GCM then opens it, and reads its bytes as it reads any token's):
+/// `fetch` after [`first_store`]: the fast path, allowed to decide a persistent link's first visit from its copy of the
+/// group's settings, else the full path. With `replan` (the entry module's first call, when every read came back), one
+/// more plan when the visit turned out to need records the first did not read; never a plan otherwise. Without `sealed`
+/// ([`Pass::First`]): for a dynamic link whose token the group's record in the isolate has not opened, the token to
+/// open with WebCrypto instead (a `Uint8Array`: the group key, 32 bytes, the IV, 12, then the ciphertext and its tag).
+/// With what it handed on (`sealed`) and WebCrypto's plaintext of it, as text (`plaintext`; `None`: WebCrypto did not
+/// open it, or it is not UTF-8; Rust's AES-GCM then opens it, and reads its bytes as it reads any token's):
 /// [`Pass::Opened`], which never hands a token on again. Text rather than bytes: the entry module's strict
-/// `TextDecoder` checks it, and wasm-bindgen hands a string over with the glue every string argument uses, so a
-/// first visit compiles no UTF-8 check of Rust's (`core::str::from_utf8`, 0.7 KB of wasm). One export for both
-/// calls: a second was one more shim (its `externref` arguments) for a dynamic first visit to compile.
+/// `TextDecoder` checks it, and wasm-bindgen hands a string over with the glue every string argument uses, so a first
+/// visit compiles no UTF-8 check of Rust's (`core::str::from_utf8`, 0.7 KB of wasm). One export for both calls: a
+/// second was one more shim (its `externref` arguments) for a dynamic first visit to compile.
 #[wasm_bindgen]
 #[allow(unreachable_pub)] // a wasm export, like `first_store`
 pub fn first_fetch(
