@@ -7,7 +7,6 @@ use crate::error::{Entity, StoreError, is_unique_violation};
 use crate::ids::new_id;
 use crate::outbox;
 use crate::pool::Db;
-use crate::publishing::enabled_host_keys;
 use sqlx::Row;
 
 /// Who a domain belongs to.
@@ -137,20 +136,30 @@ impl Db {
         Ok(())
     }
 
-    /// The keys of the records that name the enabled hosts ([`enabled_host_keys`]), for a change of a domain of
-    /// `account_id` in `tx`. An account's are listed under its groups' lock, which a group's creation takes too
-    /// (`create_group_capped`): on PostgreSQL a group created while the change is under way could otherwise be
-    /// published naming the domain as it was, and be left out of the list, its record naming a disabled domain
-    /// until it changed again. SQLite runs one write transaction at a time.
+    /// The KV keys whose records name the enabled hosts, for a change of a domain of `account_id` (`None`: a
+    /// platform domain) in `tx`: the blocklist's for a platform domain, every group's of the account for a custom
+    /// one (an account has at most its groups' limit of them, `DEFAULT_MAX_GROUPS_PER_ACCOUNT` by default). An
+    /// account's are listed under its groups' lock, which a group's creation takes too (`create_group_capped`): on
+    /// PostgreSQL a group created while the change is under way could otherwise be published naming the domain as
+    /// it was, and be left out of the list, its record naming a disabled domain until it changed again. SQLite runs
+    /// one write transaction at a time.
     async fn naming_keys(
         &self,
         tx: &mut sqlx::AnyConnection,
         account_id: Option<&str>,
     ) -> Result<Vec<String>, StoreError> {
-        if let Some(account) = account_id {
-            self.serialise_on(tx, &format!("groups:{account}")).await?;
-        }
-        enabled_host_keys(tx, account_id).await
+        let Some(account) = account_id else {
+            return Ok(vec![kv_model::BLOCKLIST_KEY.to_owned()]);
+        };
+        self.serialise_on(tx, &format!("groups:{account}")).await?;
+        let rows = sqlx::query("SELECT id FROM groups WHERE account_id = $1")
+            .bind(account)
+            .fetch_all(&mut *tx)
+            .await?;
+        rows.iter()
+            .map(|r| Ok(kv_model::group_key(&r.try_get::<String, _>("id")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(Into::into)
     }
 
     /// Enabled platform domains plus the account's active custom domains, by hostname.

@@ -58,26 +58,6 @@ async fn enabled_hosts<'q>(
     Ok(hosts)
 }
 
-/// The KV keys whose records name the enabled hosts, for a change of the domain of `account_id` (`None`: a platform
-/// domain) in the caller's transaction: the blocklist's for a platform domain, every group's of the account for a
-/// custom one (an account has at most its groups' limit of them, `DEFAULT_MAX_GROUPS_PER_ACCOUNT` by default).
-pub(crate) async fn enabled_host_keys(
-    conn: &mut AnyConnection,
-    account_id: Option<&str>,
-) -> Result<Vec<String>, StoreError> {
-    let Some(account_id) = account_id else {
-        return Ok(vec![BLOCKLIST_KEY.to_owned()]);
-    };
-    let rows = sqlx::query("SELECT id FROM groups WHERE account_id = $1")
-        .bind(account_id)
-        .fetch_all(&mut *conn)
-        .await?;
-    rows.iter()
-        .map(|r| Ok(kv_model::group_key(&r.try_get::<String, _>("id")?)))
-        .collect::<Result<_, sqlx::Error>>()
-        .map_err(Into::into)
-}
-
 /// Pending outbox rows and the age of the oldest: the publisher's lag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutboxLag {
@@ -229,10 +209,22 @@ impl Db {
             return json(serde_json::to_string(&record)).map(Some);
         }
         if let Some(id) = key.strip_prefix("group:") {
-            return match self.group_record(id).await? {
-                Some(record) => json(serde_json::to_string(&record)).map(Some),
-                None => Ok(None),
+            let Some(record) = self.group_record(id).await? else {
+                return Ok(None);
             };
+            let record = GroupRecord {
+                enabled_hosts: enabled_hosts(
+                    sqlx::query(
+                        "SELECT d.host FROM domains d JOIN groups g ON g.account_id = d.account_id \
+                         WHERE g.id = $1 AND d.enabled = 1 LIMIT $2",
+                    )
+                    .bind(id),
+                    &self.read,
+                )
+                .await?,
+                ..record
+            };
+            return json(serde_json::to_string(&record)).map(Some);
         }
         if let Some(host) = key.strip_prefix("domain:") {
             let Some(row) =
@@ -272,8 +264,9 @@ impl Db {
         )))
     }
 
-    /// A group as the edge sees it (its key and settings, and the hosts of its account's enabled custom domains:
-    /// [`GroupRecord::enabled_hosts`]), by id.
+    /// A group's key and settings as the edge sees them, by id, without the hosts its published record names
+    /// ([`GroupRecord::enabled_hosts`], added by [`Db::kv_record`]): the origin's answer to a worker that missed a link
+    /// in KV carries this, which the worker keeps for that link's rules alone, never to decide a host.
     pub async fn group_record(&self, id: &str) -> Result<Option<GroupRecord>, StoreError> {
         let Some(row) = sqlx::query("SELECT key, settings FROM groups WHERE id = $1")
             .bind(id)
@@ -286,19 +279,10 @@ impl Db {
         let settings = serde_json::from_str(&settings).map_err(|e| {
             StoreError::Internal(format!("stored group settings do not parse: {e}"))
         })?;
-        let enabled_hosts = enabled_hosts(
-            sqlx::query(
-                "SELECT d.host FROM domains d JOIN groups g ON g.account_id = d.account_id \
-                 WHERE g.id = $1 AND d.enabled = 1 LIMIT $2",
-            )
-            .bind(id),
-            &self.read,
-        )
-        .await?;
-        Ok(Some(GroupRecord {
-            enabled_hosts,
-            ..GroupRecord::new(row.try_get::<String, _>("key")?, settings)
-        }))
+        Ok(Some(GroupRecord::new(
+            row.try_get::<String, _>("key")?,
+            settings,
+        )))
     }
 
     /// A persistent link as the edge sees it, by hostname and (lowercase) short code, with a copy of its group's

@@ -478,8 +478,70 @@ async fn records_name_the_enabled_hosts(engine: Engine) {
     app.stop().await;
 }
 
+/// Migration 0024 puts in the outbox, once, the records that name enabled hosts from then on: the blocklist when a
+/// platform domain is enabled, and the groups of each account with an enabled custom domain; no other group (its
+/// record is as before), and no blocklist when no platform domain is enabled.
+async fn migration_republishes_the_naming_records(engine: Engine) {
+    for platform_enabled in ["1", "0"] {
+        let test_db = TestDb::migrated_to(engine, 23).await;
+        let pool = sqlx::AnyPool::connect(&test_db.url).await.unwrap();
+        // Account `a` has an enabled custom domain and two groups, `b` only a disabled one, `c` none.
+        let statements = [
+            "INSERT INTO accounts (id, email, api_access, default_group_id, created_at) VALUES \
+             ('a', 'a@example.com', 1, 'a1', 0), ('b', 'b@example.com', 1, 'b1', 0), \
+             ('c', 'c@example.com', 1, 'c1', 0)",
+            "INSERT INTO groups (id, account_id, name, key, settings, created_at) VALUES \
+             ('a1', 'a', 'Default', 'ka1', '{}', 0), ('a2', 'a', 'Promo', 'ka2', '{}', 0), \
+             ('b1', 'b', 'Default', 'kb1', '{}', 0), ('c1', 'c', 'Default', 'kc1', '{}', 0)",
+            "INSERT INTO domains (id, host, account_id, is_platform, enabled, created_at) VALUES \
+             ('da', 'go.a.example', 'a', 0, 1, 0), ('db', 'go.b.example', 'b', 0, 0, 0)",
+        ];
+        for sql in statements {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        sqlx::query(&format!(
+            "INSERT INTO domains (id, host, is_platform, enabled, created_at) \
+             VALUES ('dp', 'sho.rt', 1, {platform_enabled}, 0)"
+        ))
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        let db = shortlink_store::Db::connect(&test_db.url, 2).await.unwrap();
+        db.migrate().await.unwrap();
+        let mut keys: Vec<String> = db
+            .outbox_batch(100)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(_, k)| k)
+            .filter(|k| !k.starts_with("salt:"))
+            .collect();
+        keys.sort();
+        let mut want = vec!["group:a1", "group:a2"];
+        if platform_enabled == "1" {
+            want.insert(0, "blocklist");
+        }
+        assert_eq!(keys, want, "platform domain enabled: {platform_enabled}");
+        // What the publisher will read for them names the hosts.
+        let group: GroupRecord =
+            serde_json::from_str(&db.kv_record("group:a2").await.unwrap().unwrap()).unwrap();
+        assert_eq!(group.enabled_hosts, ["go.a.example"]);
+        let blocklist: BlocklistRecord =
+            serde_json::from_str(&db.kv_record("blocklist").await.unwrap().unwrap()).unwrap();
+        let named: &[&str] = if platform_enabled == "1" {
+            &["sho.rt"]
+        } else {
+            &[]
+        };
+        assert_eq!(blocklist.enabled_hosts, named);
+        db.close().await;
+    }
+}
+
 both_engines!(
     records_name_the_enabled_hosts,
+    migration_republishes_the_naming_records,
     every_change_enqueues_its_key,
     internal_routes,
     internal_routes_off_without_secret
