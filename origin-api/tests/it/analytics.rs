@@ -915,8 +915,7 @@ async fn migration_counts_earlier_clicks(engine: Engine) {
     }
     pool.close().await;
     // Migrated before the server starts: its retention task would prune these old raw clicks at once.
-    let db = shortlink_store::Db::connect(&test_db.url, 2).await.unwrap();
-    db.migrate().await.unwrap();
+    let db = test_db.migrate_rest().await;
     db.close().await;
     let app = TestApp::on(test_db).await;
     let key = app

@@ -103,6 +103,14 @@ impl TestDb {
         Self::open_at(engine, shared, Some(version)).await
     }
 
+    /// The rest of the migrations, for a database made by [`TestDb::migrated_to`] and filled with an earlier
+    /// schema's rows: the store opened on it as the origin opens it, every migration run.
+    pub async fn migrate_rest(&self) -> Db {
+        let db = Db::connect(&self.url, 2).await.unwrap();
+        db.migrate().await.unwrap();
+        db
+    }
+
     /// A PostgreSQL database for the holder of [`postgres_exclusive`] (which must not wait for a read guard).
     pub async fn postgres_while_exclusive(
         _exclusive: &tokio::sync::OwnedRwLockWriteGuard<()>,

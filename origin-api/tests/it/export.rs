@@ -504,8 +504,7 @@ async fn migration_totals_earlier_clicks(engine: Engine) {
         q.execute(&pool).await.unwrap();
     }
     pool.close().await;
-    let db = shortlink_store::Db::connect(&test_db.url, 2).await.unwrap();
-    db.migrate().await.unwrap();
+    let db = test_db.migrate_rest().await;
     let query = ListQuery::parse(Some("sort=clicks")).unwrap();
     let batch = db.export_links(&acc, &query, None, 10).await.unwrap();
     let got: Vec<(&str, i64)> = batch

@@ -507,8 +507,7 @@ async fn migration_republishes_the_naming_records(engine: Engine) {
         .await
         .unwrap();
         pool.close().await;
-        let db = shortlink_store::Db::connect(&test_db.url, 2).await.unwrap();
-        db.migrate().await.unwrap();
+        let db = test_db.migrate_rest().await;
         let mut keys: Vec<String> = db
             .outbox_batch(100)
             .await
