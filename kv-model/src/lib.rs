@@ -289,7 +289,8 @@ pub struct ResolvedLink {
     /// The link's record, without `group_settings` (the answer carries the whole group instead).
     #[serde(flatten)]
     pub record: LinkRecord,
-    /// The group's record, as the publisher writes it to `group:<group_id>`; absent from an older origin.
+    /// The group's key and settings, as the publisher writes them to `group:<group_id>`, without the hosts that
+    /// record names (the worker keeps this copy for the link's rules only); absent from an older origin.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupRecord>,
 }
