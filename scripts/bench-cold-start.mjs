@@ -20,7 +20,8 @@
 //        the origin wrote before 2026-12-02, every field at its default, where the others get `{}`: each build
 //        measured with what its own origin publishes), BASELINE_UNNAMED=1 (the baseline's blocklist record names
 //        no enabled host, as the origin published it before 2026-12-03: for a build that predates the names),
-//        UNNAMED_TOO=1 (ours a second time with such records: a host its records do not name), CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
+//        UNNAMED_TOO=1 (ours a second time with such records: a host its records do not name),
+//        CASES (default "hot dynamic"), DIRECT=1 (every worker a second time, "(workerd alone)": workerd
 //        started from the configuration Miniflare wrote for it, without Miniflare's work in Node; below),
 //        ALL_OPTIONS_BUILD (a build started with every option wrangler gives, empty bindings and all, as this
 //        harness started ours before 2026-12-02; scripts/bench-worker-options.mjs).

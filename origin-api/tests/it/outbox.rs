@@ -491,7 +491,7 @@ async fn migration_republishes_the_naming_records(engine: Engine) {
     for platform_enabled in ["1", "0"] {
         let test_db = TestDb::migrated_to(engine, 23).await;
         let pool = sqlx::AnyPool::connect(&test_db.url).await.unwrap();
-        // Account `a` has two enabled custom domains (one outbox row per group all the same) and two groups, `b`
+        // Account `a` has two enabled custom domains (still one outbox row per group) and two groups, `b`
         // only a disabled custom domain, `c` none.
         let statements = [
             "INSERT INTO accounts (id, email, api_access, default_group_id, created_at) VALUES \
